@@ -1,0 +1,53 @@
+"""`jobmon query` and `jobmon list`: read a store, build a report, render it."""
+from typing import Optional
+
+import typer
+
+
+def open_store(store: Optional[str]):
+    """The store to read: --store PATH, else the embedded default."""
+    import os
+    from .sinks import store_path
+    from .stores.local import LocalStore
+    path = store or store_path()
+    if not os.path.exists(path):
+        raise typer.BadParameter(f"no jobmon store at {path} (no job recorded yet?)",
+                                 param_hint="--store")
+    return LocalStore(path)
+
+
+def register(app):
+    @app.command()
+    def query(
+        job_id: str = typer.Argument(..., metavar="JOBID", help="Job id (see `jobmon list`)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+        as_csv: bool = typer.Option(False, "--csv", help="Print the samples as CSV."),
+        store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
+                                            help="Store file (default: the embedded store)."),
+    ):
+        """Show one job: totals, peaks and its samples."""
+        from . import report
+        rec = open_store(store).job(job_id)
+        if rec is None:
+            typer.echo(f"jobmon: no job {job_id!r} in the store (see `jobmon list`)", err=True)
+            raise typer.Exit(1)
+        rep = report.build(rec)
+        if as_json:
+            from .render.structured import to_json
+            typer.echo(to_json(rep))
+        elif as_csv:
+            from .render.structured import to_csv
+            typer.echo(to_csv(rep), nl=False)
+        else:
+            from .render.terminal import show
+            show(rep)
+
+    @app.command("list")
+    def list_jobs(
+        limit: int = typer.Option(20, "--limit", "-n", help="How many recent jobs."),
+        store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
+                                            help="Store file (default: the embedded store)."),
+    ):
+        """List recent jobs, newest first."""
+        from .render.terminal import show_list
+        show_list(open_store(store).jobs(limit))

@@ -1,0 +1,114 @@
+"""cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups."""
+import os
+
+from . import Probe, keyed, reader
+from .. import cgroups as cg
+
+_MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap"}
+
+
+def parse_memory_stat(data):
+    s = keyed(data, _MEM_KEYS)
+    out = {}
+    if b"total_rss" in s:
+        shmem = s.get(b"total_shmem", 0)
+        # v1 "rss" is anonymous memory without tmpfs; "cache" includes tmpfs
+        out["mem_resident_bytes"] = s[b"total_rss"] + shmem
+        out["mem_cache_bytes"] = max(s.get(b"total_cache", 0) - shmem, 0)
+    if b"total_swap" in s:
+        out["mem_swap_bytes"] = s[b"total_swap"]
+    return out
+
+
+def parse_blkio(data):
+    """blkio.throttle.io_service_bytes(_recursive): sum Read/Write over devices."""
+    rd = wr = 0
+    for line in data.split(b"\n"):
+        f = line.split()
+        if len(f) == 3:
+            if f[1] == b"Read":
+                rd += int(f[2])
+            elif f[1] == b"Write":
+                wr += int(f[2])
+    return {"read_bytes": rd, "write_bytes": wr}
+
+
+def split_cpu(total_ns, user_ns, sys_ns):
+    """cpuacct.usage is the exact total; usage_user/usage_sys only give the split."""
+    both = user_ns + sys_ns
+    user = total_ns * user_ns / both if both else 0
+    return {"cpu_user_seconds": user / 1e9, "cpu_system_seconds": (total_ns - user) / 1e9}
+
+
+class CgroupV1Probe(Probe):
+    method = "cgroup-v1"
+
+    def __init__(self, cgroups):
+        self.cg = cgroups
+        d = cgroups.dirs
+        acct, mem = d["cpuacct"], d["memory"]
+        self.usage = reader(os.path.join(acct, "cpuacct.usage"))
+        self.usage_user = reader(os.path.join(acct, "cpuacct.usage_user"))
+        self.usage_sys = reader(os.path.join(acct, "cpuacct.usage_sys"))
+        if self.usage is None:
+            raise OSError(f"no cpuacct.usage in {acct}")
+        self.mem_stat = reader(os.path.join(mem, "memory.stat"))
+        self.mem_peak = reader(os.path.join(mem, "memory.max_usage_in_bytes"))
+        blk = d.get("blkio")
+        self.blkio = blk and (reader(os.path.join(blk, "blkio.throttle.io_service_bytes_recursive"))
+                              or reader(os.path.join(blk, "blkio.throttle.io_service_bytes")))
+        # blk-throttle only counts with a rule set: trust it where jobmon set the rules
+        if self.blkio and not cgroups.created:
+            self.blkio = None
+        pids = d.get("pids")
+        self.pids_peak = pids and reader(os.path.join(pids, "pids.peak"))
+        self.procs_dir = d.get("pids") or acct
+
+    def read(self):
+        out = split_cpu(int(self.usage.read()),
+                        int(self.usage_user.read()) if self.usage_user else 0,
+                        int(self.usage_sys.read()) if self.usage_sys else 0)
+        if self.mem_stat:
+            out.update(parse_memory_stat(self.mem_stat.read()))
+        if self.mem_peak:
+            out["mem_peak_bytes"] = int(self.mem_peak.read())
+        if self.blkio:
+            out.update(parse_blkio(self.blkio.read()))
+        procs, threads = self._count()
+        out["procs"], out["threads"] = procs, threads
+        return out
+
+    def tasks_peak(self):
+        """Kernel high-water mark of the job's tasks (threads), where the pids controller has one."""
+        return int(self.pids_peak.read()) if self.pids_peak else None
+
+    def _count(self):
+        procs = threads = 0
+        for d in cg.walk(self.procs_dir):
+            try:
+                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
+                    procs += f.read().count(b"\n")
+                with open(os.path.join(d, "tasks"), "rb") as f:
+                    threads += f.read().count(b"\n")
+            except OSError:
+                pass
+        return procs, threads
+
+    def pids(self):
+        out = []
+        for d in cg.walk(self.procs_dir):
+            try:
+                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
+                    out += [int(p) for p in f.read().split()]
+            except OSError:
+                pass
+        return out
+
+    def alive(self):
+        return self._count()[0] > 0
+
+    def close(self):
+        for r in (self.usage, self.usage_user, self.usage_sys, self.mem_stat, self.mem_peak,
+                  self.blkio, self.pids_peak):
+            if r:
+                r.close()

@@ -1,0 +1,108 @@
+"""cgroup v2 probe: cpu.stat, memory.stat, memory.peak, io.stat, pids of the job's cgroup.
+
+cpu.stat and cgroup.procs exist in every v2 cgroup; memory, io and pids files only where
+those controllers are enabled, so each is optional.
+"""
+import os
+
+from . import Probe, keyed, reader
+from .. import cgroups as cg
+
+_CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
+_MEM_KEYS = {b"anon", b"file", b"shmem"}
+
+
+def parse_cpu_stat(data):
+    s = keyed(data, _CPU_KEYS)
+    total, user, system = s.get(b"usage_usec", 0), s.get(b"user_usec", 0), s.get(b"system_usec", 0)
+    # usage_usec is the exact total; user/system give the split (as for v1)
+    u = total * user / (user + system) if user + system else 0
+    return {"cpu_user_seconds": u / 1e6, "cpu_system_seconds": (total - u) / 1e6}
+
+
+def parse_memory_stat(data):
+    s = keyed(data, _MEM_KEYS)
+    if b"anon" not in s:
+        return {}
+    shmem = s.get(b"shmem", 0)
+    # v2 "file" includes tmpfs/shm ("shmem"), which is not reclaimable cache
+    return {"mem_resident_bytes": s[b"anon"] + shmem,
+            "mem_cache_bytes": max(s.get(b"file", 0) - shmem, 0)}
+
+
+def parse_io_stat(data):
+    rd = wr = 0
+    for line in data.split(b"\n"):
+        for kv in line.split()[1:]:
+            k, _, v = kv.partition(b"=")
+            if k == b"rbytes":
+                rd += int(v)
+            elif k == b"wbytes":
+                wr += int(v)
+    return {"read_bytes": rd, "write_bytes": wr}
+
+
+class CgroupV2Probe(Probe):
+    method = "cgroup-v2"
+
+    def __init__(self, cgroups):
+        self.cg = cgroups
+        d = self.dir = cgroups.dirs["v2"]
+        self.cpu = reader(os.path.join(d, "cpu.stat"))
+        if self.cpu is None:
+            raise OSError(f"no cpu.stat in {d}")
+        self.mem_stat = reader(os.path.join(d, "memory.stat"))
+        self.mem_peak = reader(os.path.join(d, "memory.peak"))
+        self.swap = reader(os.path.join(d, "memory.swap.current"))
+        self.io = reader(os.path.join(d, "io.stat"))
+        self.pids_peak = reader(os.path.join(d, "pids.peak"))
+        self.events = reader(os.path.join(d, "cgroup.events"))
+
+    def read(self):
+        out = parse_cpu_stat(self.cpu.read())
+        if self.mem_stat:
+            out.update(parse_memory_stat(self.mem_stat.read()))
+        if self.mem_peak:
+            out["mem_peak_bytes"] = int(self.mem_peak.read())
+        if self.swap:
+            out["mem_swap_bytes"] = int(self.swap.read())
+        if self.io:
+            out.update(parse_io_stat(self.io.read()))
+        out["procs"], out["threads"] = self._count()
+        return out
+
+    def tasks_peak(self):
+        return int(self.pids_peak.read()) if self.pids_peak else None
+
+    def _count(self):
+        procs = threads = 0
+        for d in cg.walk(self.dir):
+            try:
+                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
+                    procs += f.read().count(b"\n")
+                with open(os.path.join(d, "cgroup.threads"), "rb") as f:
+                    threads += f.read().count(b"\n")
+            except OSError:
+                pass
+        return procs, threads
+
+    def pids(self):
+        out = []
+        for d in cg.walk(self.dir):
+            try:
+                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
+                    out += [int(p) for p in f.read().split()]
+            except OSError:
+                pass
+        return out
+
+    def alive(self):
+        if self.events:  # "populated" counts the whole subtree, in one read
+            return b"populated 1" in self.events.read()
+        return self._count()[0] > 0
+
+    def close(self):
+        for r in (self.cpu, self.mem_stat, self.mem_peak, self.swap, self.io, self.pids_peak,
+                  self.events):
+            if r:
+                r.close()
