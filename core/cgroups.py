@@ -11,7 +11,7 @@ V1_CONTROLLERS = ("cpuacct", "memory", "pids", "blkio")
 def parse_proc_cgroup(text):
     """/proc/<pid>/cgroup -> {"v2": path} plus {controller: path} for v1 hierarchies."""
     out = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): a cgroup name may hold \r, \x85 ...
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -27,12 +27,12 @@ def parse_proc_cgroup(text):
 def parse_mountinfo(text):
     """mountinfo -> {"v2": (mountpoint, root)} and {controller: (mountpoint, root)} for v1."""
     out = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):  # the kernel escapes only space, tab, newline, backslash
         left, sep, right = line.partition(" - ")
         if not sep:
             continue
-        f = left.split()
-        r = right.split()
+        f = left.split(" ")
+        r = right.split(" ")
         if len(f) < 5 or len(r) < 3:
             continue
         root, mnt = _unescape(f[3]), _unescape(f[4])
@@ -60,6 +60,8 @@ def resolve(mounts, paths, key):
     if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
         path = path[len(root):]  # cgroup namespaces / bind mounts
     d = os.path.normpath(mnt + "/" + path.lstrip("/"))
+    if os.path.commonpath([d, mnt]) != os.path.normpath(mnt):
+        return None  # "/../x": a cgroup outside what this mount (namespace) shows
     return d if os.path.isdir(d) else None
 
 

@@ -56,3 +56,7 @@ def run(
 from .commands import register  # noqa: E402  (query, list: kept apart to keep this file small)
 
 register(app)
+
+from .influx_commands import register as register_influx  # noqa: E402
+
+register_influx(app)

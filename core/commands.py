@@ -5,9 +5,21 @@ import typer
 
 
 def open_store(store: Optional[str]):
-    """The store to read: --store PATH, else the embedded default."""
+    """The store to read: --store PATH, else InfluxDB when the config says so, else the
+    embedded default."""
     import os
     from .sinks import store_path
+    if store is None:
+        from . import config
+        try:
+            cfg = config.load()
+            if cfg.uses_influxdb:
+                from .influx_commands import FriendlyStore
+                from .stores.influx import InfluxStore
+                return FriendlyStore(InfluxStore.from_config(cfg))
+        except config.ConfigError as e:
+            typer.echo(f"jobmon: {e}", err=True)
+            raise typer.Exit(2)
     from .stores.local import LocalStore
     path = store or store_path()
     if not os.path.exists(path):

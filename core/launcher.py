@@ -23,6 +23,7 @@ FORWARDED = frozenset(s for s in signal.valid_signals()
                       if s not in _NOT_FORWARDED and 0 < s < signal.NSIG)
 _TTY_STOPS = {signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
 SI_KERNEL = 0x80
+FIRST_SAMPLE = 0.1  # s after start
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -121,7 +122,8 @@ class Supervisor:
 
     def run(self, clock):
         """Loop until the job is over; `clock()` is monotonic seconds."""
-        next_tick = clock() + self.interval if self.interval else None
+        # the first sample comes early, so even a job shorter than one interval is seen running
+        next_tick = clock() + min(self.interval, FIRST_SAMPLE) if self.interval else None
         while True:
             timeout = None if next_tick is None else max(next_tick - clock(), 0)
             info = signal.sigtimedwait(self._waitset, timeout) if timeout is None or timeout > 0 \
@@ -129,7 +131,7 @@ class Supervisor:
             if info is None:
                 if self.on_tick:
                     self.on_tick()
-                next_tick = max(next_tick + self.interval, clock()) if next_tick else None
+                next_tick = max(next_tick + self.interval, clock())
                 continue
             if info.si_signo == signal.SIGCHLD:
                 if self._reap():
@@ -218,7 +220,10 @@ def exit_like(status):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command dumped, not us
         except (ValueError, OSError):
             pass
-        signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL cannot be caught: its action is the default already
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)  # not reached for fatal signals

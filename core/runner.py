@@ -123,7 +123,6 @@ def main(argv):
 
 
 def start_sampler(args, pid, cg, start, t0):
-    import socket
     from .probes import select
     from .sampler import Sampler
     probe = None
@@ -135,10 +134,12 @@ def start_sampler(args, pid, cg, start, t0):
     if probe is None:
         probe = select(root=os.getpid())
     job = {"job": args.job_id or f"local-{int(start)}-{os.getpid()}",
-           "host": socket.gethostname(), "user": _user(), "method": probe.method,
+           "host": os.uname().nodename, "user": _user(), "method": probe.method,
            "start_time": round(start, 3), "tags": args.tags, "command": args.cmd,
            "interval": args.interval, "scheduler": "local"}
     sampler = Sampler(probe, open_sinks(args), job, args.interval)
+    if cg is not None and not cg.created:
+        sampler.zero()  # an existing cgroup counts from its own creation
     sampler.t0 = t0
     sampler.last_t = t0
     return sampler
@@ -146,7 +147,19 @@ def start_sampler(args, pid, cg, start, t0):
 
 def open_sinks(args):
     sinks = []
-    if args.store != "none":
+    spool = None
+    if args.store is None:  # the site's config may send samples to InfluxDB via the spool
+        try:
+            from . import config
+            cfg = config.load()
+            if cfg.uses_influxdb:
+                from .sinks.spool import SpoolSink
+                spool = SpoolSink(cfg["spool"]["dir"])
+        except Exception as e:  # fail open: the embedded store keeps the samples
+            warn(f"InfluxDB spool unusable ({e}); using the embedded store")
+    if spool is not None:
+        sinks.append(spool)
+    elif args.store != "none":
         from .sinks import store_path
         from .stores.local import LocalStore
         try:

@@ -21,6 +21,7 @@ class Sampler:
         self.peaks = {"mem_resident_peak_bytes": 0, "mem_swap_bytes": 0, "procs": 0,
                       "threads": 0, "mem_peak_bytes": 0}
         self.errors = 0
+        self.base = {}            # counter values at the start, for jobs with a past
         for s in list(self.sinks):
             self._safe(s, "open", job)
 
@@ -37,6 +38,11 @@ class Sampler:
         if self.errors <= 3:
             sys.stderr.write(f"jobmon: warning: {msg}\n")
 
+    def zero(self):
+        """Count from now: for a cgroup or process that existed before the job began."""
+        values = self.probe.read()
+        self.base = {k: values[k] for k in COUNTERS if k in values}
+
     def tick(self, final=False, extra=None):
         """Take one sample (the final one after the job ended, with `extra` exact totals)."""
         try:
@@ -44,6 +50,9 @@ class Sampler:
         except Exception as e:
             self._warn(f"probe {getattr(self.probe, 'method', '?')}: {e}")
             values = {}
+        for k, v in self.base.items():
+            if k in values:
+                values[k] -= v
         if extra:
             values.update(extra)
         now = self.clock()
@@ -80,7 +89,7 @@ class Sampler:
         wall = round(self.last_t - self.t0, 3)
         cpu_u = last.get("cpu_user_seconds", 0.0)
         cpu_s = last.get("cpu_system_seconds", 0.0)
-        procs_max = pk["procs"]
+        procs_max = max(pk["procs"], 1)  # the command itself ran
         # the pids controller's task high-water mark is the process peak when no sample
         # ever saw more threads than processes (short-lived processes between samples)
         if tasks_peak and pk["threads"] <= pk["procs"]:

@@ -1,8 +1,7 @@
 """cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups."""
 import os
 
-from . import Probe, keyed, reader
-from .. import cgroups as cg
+from . import Counter, Probe, keyed, reader
 
 _MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap"}
 
@@ -62,7 +61,8 @@ class CgroupV1Probe(Probe):
             self.blkio = None
         pids = d.get("pids")
         self.pids_peak = pids and reader(os.path.join(pids, "pids.peak"))
-        self.procs_dir = d.get("pids") or acct
+        self.counter = Counter(d.get("pids") or acct, "cgroup.procs", "tasks",
+                               nested=not cgroups.created)
 
     def read(self):
         out = split_cpu(int(self.usage.read()),
@@ -74,40 +74,21 @@ class CgroupV1Probe(Probe):
             out["mem_peak_bytes"] = int(self.mem_peak.read())
         if self.blkio:
             out.update(parse_blkio(self.blkio.read()))
-        procs, threads = self._count()
-        out["procs"], out["threads"] = procs, threads
+        out["procs"], out["threads"] = self.counter.count()
         return out
 
     def tasks_peak(self):
         """Kernel high-water mark of the job's tasks (threads), where the pids controller has one."""
         return int(self.pids_peak.read()) if self.pids_peak else None
 
-    def _count(self):
-        procs = threads = 0
-        for d in cg.walk(self.procs_dir):
-            try:
-                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
-                    procs += f.read().count(b"\n")
-                with open(os.path.join(d, "tasks"), "rb") as f:
-                    threads += f.read().count(b"\n")
-            except OSError:
-                pass
-        return procs, threads
-
     def pids(self):
-        out = []
-        for d in cg.walk(self.procs_dir):
-            try:
-                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
-                    out += [int(p) for p in f.read().split()]
-            except OSError:
-                pass
-        return out
+        return self.counter.pids()
 
     def alive(self):
-        return self._count()[0] > 0
+        return self.counter.count()[0] > 0
 
     def close(self):
+        self.counter.close()
         for r in (self.usage, self.usage_user, self.usage_sys, self.mem_stat, self.mem_peak,
                   self.blkio, self.pids_peak):
             if r:

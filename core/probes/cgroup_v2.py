@@ -5,8 +5,7 @@ those controllers are enabled, so each is optional.
 """
 import os
 
-from . import Probe, keyed, reader
-from .. import cgroups as cg
+from . import Counter, Probe, keyed, reader
 
 _CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
 _MEM_KEYS = {b"anon", b"file", b"shmem"}
@@ -57,6 +56,7 @@ class CgroupV2Probe(Probe):
         self.io = reader(os.path.join(d, "io.stat"))
         self.pids_peak = reader(os.path.join(d, "pids.peak"))
         self.events = reader(os.path.join(d, "cgroup.events"))
+        self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
 
     def read(self):
         out = parse_cpu_stat(self.cpu.read())
@@ -68,40 +68,22 @@ class CgroupV2Probe(Probe):
             out["mem_swap_bytes"] = int(self.swap.read())
         if self.io:
             out.update(parse_io_stat(self.io.read()))
-        out["procs"], out["threads"] = self._count()
+        out["procs"], out["threads"] = self.counter.count()
         return out
 
     def tasks_peak(self):
         return int(self.pids_peak.read()) if self.pids_peak else None
 
-    def _count(self):
-        procs = threads = 0
-        for d in cg.walk(self.dir):
-            try:
-                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
-                    procs += f.read().count(b"\n")
-                with open(os.path.join(d, "cgroup.threads"), "rb") as f:
-                    threads += f.read().count(b"\n")
-            except OSError:
-                pass
-        return procs, threads
-
     def pids(self):
-        out = []
-        for d in cg.walk(self.dir):
-            try:
-                with open(os.path.join(d, "cgroup.procs"), "rb") as f:
-                    out += [int(p) for p in f.read().split()]
-            except OSError:
-                pass
-        return out
+        return self.counter.pids()
 
     def alive(self):
         if self.events:  # "populated" counts the whole subtree, in one read
             return b"populated 1" in self.events.read()
-        return self._count()[0] > 0
+        return self.counter.count()[0] > 0
 
     def close(self):
+        self.counter.close()
         for r in (self.cpu, self.mem_stat, self.mem_peak, self.swap, self.io, self.pids_peak,
                   self.events):
             if r:

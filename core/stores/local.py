@@ -39,6 +39,7 @@ class LocalStore(Sink):
                                   check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA cache_size=-256")  # KiB; the writer inside a job needs little
         self.db.executescript(SCHEMA)
         self.run_id = None
         self.pending = []

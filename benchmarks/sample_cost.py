@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""CPU cost of one sample: cgroup v1/v2 probes and the procfs probe, against a psutil tree walk.
+
+Runs as root (transient cgroups). For a 1-process and a 1000-process job it times N reads
+of each probe with process_time() (user + kernel CPU of this process: the kernel work of
+generating memory.stat or smaps_rollup is charged to the reader) and prints a markdown table.
+
+    sudo .venv/bin/python benchmarks/sample_cost.py [--reads 200]
+"""
+import argparse
+import os
+import signal
+import sys
+import time
+
+from jobmon import cgroups, launcher
+from jobmon.probes import select
+
+CHILD = r"""
+import os, sys, time
+n = int(sys.argv[1])
+for _ in range(n - 1):
+    if os.fork() == 0:
+        time.sleep(3600); os._exit(0)
+time.sleep(3600)
+"""
+
+
+def start_job(nprocs, cg):
+    launcher.set_subreaper()
+    pid = launcher.spawn([sys.executable, "-c", CHILD, str(nprocs)], cg)
+    try:
+        wait_for(nprocs, cg)
+    except BaseException:
+        kill_tree(pid, cg)
+        raise
+    return pid
+
+
+def wait_for(nprocs, cg):
+    deadline = time.time() + 300
+    while time.time() < deadline:  # wait until every process exists
+        probe = select(cgroups=cg) if cg else select(root=os.getpid())
+        n = probe.read()["procs"]
+        probe.close()
+        if n >= nprocs:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"only {n} of {nprocs} processes started")
+
+
+def cost(read, n):
+    read()  # warm up (first read opens files)
+    t0 = time.process_time()
+    for _ in range(n):
+        read()
+    return (time.process_time() - t0) / n * 1e6  # µs per read
+
+
+def psutil_walk(pid):
+    import psutil
+    root = psutil.Process(pid)
+
+    def read():
+        tot = 0
+        for p in [root] + root.children(recursive=True):
+            try:
+                with p.oneshot():
+                    c = p.cpu_times()
+                    m = p.memory_full_info()  # PSS, as jobmon's procfs probe reads
+                    io = p.io_counters()
+                    tot += c.user + m.pss + io.read_bytes
+            except psutil.Error:
+                pass
+        return tot
+    return read
+
+
+def kill_tree(pid, cg):
+    pids = select(cgroups=cg).pids() if cg else select(root=os.getpid()).pids()
+    for p in pids + [pid]:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    if cg:
+        cg.remove()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reads", type=int, default=200)
+    ap.add_argument("--sizes", default="1,1000")
+    a = ap.parse_args()
+    rows = []
+    for n in (int(x) for x in a.sizes.split(",")):
+        for mode in ("cgroup-v1", "cgroup-v2 (cpu only here)", "procfs", "psutil walk"):
+            cg = None
+            if mode.startswith("cgroup"):
+                cg = cgroups.create(f"jobmon-bench-{os.getpid()}", prefer=int(mode[8]))
+                if cg is None:
+                    continue
+            pid = start_job(n, cg)
+            try:
+                if mode == "psutil walk":
+                    read = psutil_walk(pid)
+                else:
+                    read = (select(cgroups=cg) if cg else select(root=os.getpid())).read
+                reads = a.reads if n < 100 or mode.startswith("cgroup") else max(a.reads // 10, 10)
+                us = cost(read, reads)
+            finally:
+                kill_tree(pid, cg)
+            rows.append((n, mode, us, us / n))
+            print(f"{n:5d} processes  {mode:26s} {us:10.1f} µs/sample  {us / n:8.2f} µs/process",
+                  file=sys.stderr)
+    print("| processes | probe | µs per sample | µs per process |")
+    print("|---|---|---|---|")
+    for n, mode, us, per in rows:
+        print(f"| {n} | {mode} | {us:.1f} | {per:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Library use: sample the current process and its children into the same store.
+
+    import jobmon
+
+    with jobmon.monitor(job_id="fit-42", interval=1.0) as m:
+        train()
+    print(m.summary["cpu_user_seconds"], m.summary["rss_peak_bytes"])
+
+    @jobmon.monitor(job_id="nightly")
+    def nightly(): ...
+
+A background thread samples this process and everything it starts (procfs probe,
+the process itself included); the summary is written when the block ends.
+"""
+import functools
+import os
+import threading
+import time
+
+from .probes import select
+from .sampler import Sampler
+
+
+class Monitor:
+    def __init__(self, job_id=None, interval=1.0, tags=None, store=None, out=None, fmt="jsonl"):
+        self.job_id = job_id
+        self.interval = interval
+        self.tags = dict(tags or {})
+        self.store = store
+        self.out, self.fmt = out, fmt
+        self.summary = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        from .runner import _user, open_sinks
+        start = time.time()
+        probe = select(root=os.getpid(), include_root=True)
+        job = {"job": self.job_id or f"local-{int(start)}-{os.getpid()}",
+               "host": os.uname().nodename, "user": _user(), "method": probe.method,
+               "start_time": round(start, 3), "tags": self.tags,
+               "command": ["python", "(jobmon.monitor)"], "interval": self.interval,
+               "scheduler": "local"}
+        self.job_id = job["job"]
+        args = _Args(store=self.store, out=self.out, format=self.fmt)
+        self._sampler = Sampler(probe, open_sinks(args), job, self.interval)
+        self._sampler.zero()  # the process has a past: count from here
+        self._thread = threading.Thread(target=self._loop, name="jobmon-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self._sampler.tick()
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        s = self._sampler
+        s.tick(final=True)
+        self.summary = s.summary()
+        self.summary["exit_code"] = 1 if exc[0] else 0
+        s.close(self.summary)
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*a, **kw):
+            with Monitor(self.job_id, self.interval, self.tags, self.store, self.out, self.fmt):
+                return fn(*a, **kw)
+        return wrapped
+
+
+def monitor(job_id=None, interval=1.0, tags=None, store=None, out=None, fmt="jsonl"):
+    """Context manager and decorator: see the module docstring."""
+    return Monitor(job_id, interval, tags, store, out, fmt)
+
+
+class _Args:
+    def __init__(self, store, out, format):
+        self.store, self.out, self.format = store, out, format

@@ -1,0 +1,121 @@
+"""`jobmon ship` (the node shipper) and `jobmon config check`. Run outside jobs."""
+import json
+import logging
+from typing import Optional
+
+import typer
+
+CONFIG_HELP = "Config file (default: $JOBMON_CONFIG or /etc/jobmon/jobmon.toml)."
+
+
+def load_config(path):
+    from . import config
+    try:
+        return config.load(path)
+    except config.ConfigError as e:
+        typer.echo(f"jobmon: {e}", err=True)
+        raise typer.Exit(2)
+
+
+class FriendlyStore:
+    """A store whose server errors end the command with one clear line, not a traceback."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __getattr__(self, name):
+        method = getattr(self.store, name)
+
+        def call(*a, **kw):
+            from .stores.influx import InfluxError
+            try:
+                return method(*a, **kw)
+            except InfluxError as e:
+                typer.echo(f"jobmon: {e}", err=True)
+                raise typer.Exit(1)
+        return call
+
+
+def register(app):
+    @app.command()
+    def ship(
+        follow: bool = typer.Option(False, "--follow", help="Keep running: ship as samples "
+                                    "arrive (for a systemd service)."),
+        show_status: bool = typer.Option(False, "--status", help="Show the shipper's "
+                                         "counters (shipped, dropped, quarantined) and exit."),
+        as_json: bool = typer.Option(False, "--json", help="With --status: print JSON."),
+        timeout: float = typer.Option(300.0, metavar="S", help="One-shot mode: keep retrying "
+                                      "an unreachable server this long, then leave the rest "
+                                      "spooled (exit 75)."),
+        config_path: Optional[str] = typer.Option(None, "--config", metavar="PATH",
+                                                  help=CONFIG_HELP),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
+    ):
+        """Send this node's spooled samples to InfluxDB (run as the shipper's user).
+
+        One-shot by default (cron, HTCondor STARTD_CRON, a Slurm epilog): ships what is
+        spooled and exits. Data is deleted from the spool only after the server took it.
+        """
+        logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                            format="jobmon ship: %(levelname)s: %(message)s")
+        cfg = load_config(config_path)
+        from . import shipper
+        if show_status:
+            st = shipper.status(cfg)
+            if as_json:
+                typer.echo(json.dumps(st, indent=1))
+            else:
+                for k, v in st.items():
+                    typer.echo(f"{k:18} {v}")
+            return
+        if not cfg.uses_influxdb:
+            typer.echo("jobmon: store.kind is not \"influxdb\" in the config: nothing to ship",
+                       err=True)
+            raise typer.Exit(2)
+        from .config import ConfigError
+        from .transports import open_transport
+        try:
+            s = shipper.Shipper(cfg, open_transport(cfg))
+        except (ConfigError, RuntimeError, OSError) as e:
+            typer.echo(f"jobmon: {e}", err=True)
+            raise typer.Exit(2)
+        try:
+            if follow:
+                import signal
+                stopping = []
+                for sig in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(sig, lambda *_: stopping.append(1))
+                s.follow(lambda: bool(stopping))
+            elif not s.once(timeout):
+                raise typer.Exit(75)   # EX_TEMPFAIL: try again later
+        finally:
+            s.close()
+
+    config_app = typer.Typer(help="Check the site configuration.", no_args_is_help=True)
+    app.add_typer(config_app, name="config")
+
+    @config_app.command("check")
+    def check(
+        config_path: Optional[str] = typer.Option(None, "--config", metavar="PATH",
+                                                  help=CONFIG_HELP),
+        secrets: bool = typer.Option(True, "--secrets/--no-secrets",
+                                     help="Also read the token/password files."),
+    ):
+        """Load the config, say what it selects, and (as the shipper's user) check the
+        secret files' permissions."""
+        cfg = load_config(config_path)
+        typer.echo(f"config: {cfg.path or '(none: defaults)'}")
+        typer.echo(f"store: {cfg['store']['kind']}")
+        if cfg.uses_influxdb:
+            c = cfg["influxdb"]
+            typer.echo(f"influxdb: api {c['api']} at {c['url']}; spool {cfg['spool']['dir']}")
+            if secrets:
+                from .config import ConfigError
+                for key in ("token_file", "password_file"):
+                    if c[key]:
+                        try:
+                            cfg.secret(key)
+                        except ConfigError as e:
+                            typer.echo(f"jobmon: {e}", err=True)
+                            raise typer.Exit(2)
+                        typer.echo(f"{key}: {c[key]} (ok)")

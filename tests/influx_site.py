@@ -1,0 +1,64 @@
+"""A jobmon node configured for InfluxDB, for the tests: config file, spool and state
+dirs, a fresh database on the session's influxd, and `jobmon` runners."""
+import os
+import re
+import subprocess
+import tempfile
+
+from helpers import JOBMON, as_user
+
+
+class Site:
+    def __init__(self, influx, tmp_path, name, **shipper):
+        self.influx = influx
+        # the spool must be reachable by the unprivileged test users
+        self.dir = tempfile.mkdtemp(prefix="jobmon-site-")
+        os.chmod(self.dir, 0o755)
+        self.db = "t_" + re.sub(r"\W", "_", name)[:40]
+        influx.create_db(self.db)
+        self.spool = os.path.join(self.dir, "spool")
+        self.state = os.path.join(self.dir, "state")
+        self.config = os.path.join(self.dir, "jobmon.toml")
+        self.write_config(**shipper)
+
+    def write_config(self, url=None, **shipper):
+        shipper.setdefault("retry_initial_seconds", 0.05)
+        shipper.setdefault("retry_max_seconds", 0.5)
+        shipper.setdefault("poll_seconds", 0.1)
+        max_bytes = shipper.pop("max_bytes", 1 << 30)
+        extra = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in shipper.items())
+        with open(self.config, "w") as f:
+            f.write(f'[store]\nkind = "influxdb"\n'
+                    f'[influxdb]\nurl = "{url or self.influx.url}"\ndatabase = "{self.db}"\n'
+                    f'[spool]\ndir = "{self.spool}"\nmax_bytes = {max_bytes}\n'
+                    f'[shipper]\nstate_dir = "{self.state}"\n{extra}')
+        os.chmod(self.config, 0o644)
+
+    @property
+    def env(self):
+        env = dict(os.environ, JOBMON_CONFIG=self.config)
+        env.pop("JOBMON_STORE", None)
+        return env
+
+    def jobmon(self, *args, user=None, check=True, timeout=120, **kw):
+        argv = [JOBMON, *args]
+        r = subprocess.run(as_user(argv, user) if user else argv, env=self.env,
+                           capture_output=True, text=True, timeout=timeout, **kw)
+        if check and r.returncode != 0:
+            raise AssertionError(f"jobmon {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def ship(self, *args, **kw):
+        return self.jobmon("ship", *args, **kw)
+
+    def prepare(self):
+        """What the shipper does on its first start: make the spool dir."""
+        from jobmon.shipper import prepare_spool
+        prepare_spool(self.spool)
+
+    def rows(self, q):
+        return self.influx.rows(q, self.db)
+
+    def close(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,161 @@
+"""Real database servers for the tests: Debian's influxdb 1.6.7 and victoria-metrics.
+
+Each runs with its own config on a free loopback port, data in a temp dir, and is stopped
+at the end of the session. Nothing here uses the packaged config or systemd.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url, proc, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server not ready at {url}")
+
+
+INFLUX_CONF = """\
+reporting-enabled = false
+bind-address = "127.0.0.1:{rpc}"
+[meta]
+  dir = "{d}/meta"
+  logging-enabled = false
+[data]
+  dir = "{d}/data"
+  wal-dir = "{d}/wal"
+  query-log-enabled = false
+  index-version = "inmem"
+  max-series-per-database = 0
+  max-values-per-tag = 0
+[monitor]
+  store-enabled = false
+[http]
+  bind-address = "127.0.0.1:{port}"
+  log-enabled = false
+  auth-enabled = {auth}
+  max-body-size = 0
+[continuous_queries]
+  enabled = false
+[retention]
+  enabled = false
+"""
+
+
+class Influx:
+    """influxd 1.6.7: v1 /write and InfluxQL /query. Can be stopped and started again on
+    the same port and data (the 'database down, then up' tests)."""
+
+    def __init__(self, auth=False):
+        self.dir = tempfile.mkdtemp(prefix="jobmon-influx-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.auth = auth
+        self.conf = os.path.join(self.dir, "influxdb.conf")
+        with open(self.conf, "w") as f:
+            f.write(INFLUX_CONF.format(d=self.dir, port=self.port, rpc=free_port(),
+                                       auth="true" if auth else "false"))
+        self.proc = None
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "influxd.log"), "ab")
+        self.proc = subprocess.Popen(["influxd", "-config", self.conf], stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_http(self.url + "/ping", self.proc)
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def close(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def query(self, q, db=None, auth=None):
+        params = {"q": q, "epoch": "ns"}
+        if db:
+            params["db"] = db
+        req = urllib.request.Request(self.url + "/query", data=urllib.parse.urlencode(params).encode())
+        if auth:
+            import base64
+            req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.load(r)
+
+    def create_db(self, db):
+        self.query(f'DROP DATABASE "{db}"')
+        self.query(f'CREATE DATABASE "{db}"')
+
+    def rows(self, q, db):
+        """[dict] for every row of every series (tags merged in)."""
+        out = []
+        for res in self.query(q, db)["results"]:
+            if "error" in res:
+                raise RuntimeError(res["error"])
+            for s in res.get("series", []):
+                for v in s["values"]:
+                    row = dict(zip(s["columns"], v))
+                    row.update(s.get("tags") or {})
+                    out.append(row)
+        return out
+
+
+class Victoria:
+    """victoria-metrics: serves /api/v2/write (influxdb-client's write path); read back
+    through /api/v1/export after a forced flush."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="jobmon-vm-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(self.dir, "vm.log"), "ab")
+        self.proc = subprocess.Popen(
+            ["victoria-metrics", f"-httpListenAddr=127.0.0.1:{self.port}",
+             f"-storageDataPath={self.dir}/data", "-search.latencyOffset=0s",
+             "-retentionPeriod=100y", "-loggerLevel=ERROR"],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_http(self.url + "/health", self.proc)
+
+    def export(self, match='{__name__=~"jobmon.*"}'):
+        """[(metric labels, values, timestamps ms)] of every series."""
+        with urllib.request.urlopen(self.url + "/internal/force_flush", timeout=10):
+            pass
+        q = urllib.parse.urlencode({"match[]": match, "start": "0"})
+        with urllib.request.urlopen(f"{self.url}/api/v1/export?{q}", timeout=30) as r:
+            return [json.loads(line) for line in r.read().splitlines() if line.strip()]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

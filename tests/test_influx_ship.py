@@ -1,0 +1,225 @@
+"""Spool -> `jobmon ship` -> InfluxDB 1.6.7 (and VictoriaMetrics for the v2 API)."""
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from helpers import JOBMON
+from jobmon import influx_schema as schema
+from jobmon.sinks.spool import SpoolSink
+from servers import Influx
+
+
+def spool_job(spool, job_id, n, start=None, tags=None):
+    """A finished job of n samples written through the real spool writer."""
+    start = start or time.time()
+    job = {"job": job_id, "host": "h", "user": "u", "method": "procfs", "start_time": start,
+           "tags": tags or {}, "command": ["sleep", "1"], "interval": 1.0, "scheduler": "local"}
+    sink = SpoolSink(spool)
+    sink.open(job)
+    t0 = int(start * 1e9)
+    for k in range(n):
+        sink.write({"time": t0 + (k + 1) * 10**9, "elapsed_seconds": k + 1.0, "method": "procfs",
+                    "cpu_user_seconds": k * 0.5, "mem_resident_bytes": 1000 + k, "procs": 1})
+    summary = {"job": job_id, "end_time": start + n, "exit_code": 0, "wall_seconds": float(n),
+               "cpu_user_seconds": n * 0.5, "samples": n, "rss_peak_bytes": 1000 + n}
+    sink.close(summary)
+    return sink.path
+
+
+def samples_per_job(site):
+    rows = site.rows('SELECT count("elapsed_seconds") FROM jobmon_sample GROUP BY "job"')
+    return {r["job"]: r["count"] for r in rows}
+
+
+def test_run_ship_query_end_to_end(site, tmp_path):
+    """`jobmon run` with an InfluxDB config spools; `jobmon ship` sends; `jobmon query`
+    shows exactly the samples the job took."""
+    site.prepare()
+    out = tmp_path / "samples.jsonl"
+    site.jobmon("run", "--interval=0.1", "--job-id=e2e 1", f"--out={out}", "--",
+                "sh", "-c", "for i in 1 2 3 4 5 6; do sleep 0.1; done")
+    assert [f for f in os.listdir(site.spool) if f.endswith(".lp")]
+    site.ship()
+    assert not [f for f in os.listdir(site.spool) if f.endswith(".lp")]  # acked -> deleted
+    rep = json.loads(site.jobmon("query", "--json", "e2e 1").stdout)
+    taken = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rep["samples"]) == len(taken) == rep["summary"]["samples"]
+    for got, want in zip(rep["samples"], taken):
+        assert got["time"] == want["time"]
+        for k, v in want.items():
+            assert got.get(k) == pytest.approx(v), k
+    assert rep["job"]["status"] == "exit code 0"
+    assert rep["job"]["command"][0] == "sh"
+    listed = site.jobmon("list").stdout
+    assert "e2e 1" in listed and "exit 0" in listed
+
+
+def test_database_down_for_the_whole_job_then_started(influx_server, tmp_path, request):
+    """Nothing is lost while the database is down: the follow-mode shipper retries with
+    backoff and delivers every sample once it is back."""
+    from influx_site import Site
+    down = Influx()                     # configured, not started
+    site = Site(influx_server, tmp_path, request.node.name)
+    site.write_config(url=down.url, flush_seconds=0.2)
+    site.prepare()
+    site.jobmon("run", "--interval=0.05", "--job-id=outage", "--", "sleep", "1")
+    r = site.ship("--timeout=1", check=False)
+    assert r.returncode == 75
+    st = json.loads(site.ship("--status", "--json").stdout)
+    assert st["send_errors"] >= 1 and st["pending_points"] > 10 and st["shipped_points"] == 0
+    follower = subprocess.Popen([JOBMON, "ship", "--follow"], env=site.env,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1)
+        down.start()
+        down.create_db(site.db)
+        site.influx = down
+        deadline = time.monotonic() + 30
+        while [f for f in os.listdir(site.spool) if f.endswith(".lp")]:
+            assert time.monotonic() < deadline, "spool not drained"
+            time.sleep(0.1)
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        err = follower.communicate(timeout=10)[1]
+        down.close()
+        site.close()
+    assert follower.returncode == 0, err
+    assert "retrying in" in err
+
+
+def test_database_down_then_started_query_returns_full_series(site):
+    up = site.influx.url
+    site.write_config(url="http://127.0.0.1:9")   # nothing listens there
+    site.prepare()
+    site.jobmon("run", "--interval=0.05", "--job-id=late", "--", "sleep", "0.6")
+    assert site.ship("--timeout=0.3", check=False).returncode == 75
+    site.write_config(url=up)
+    site.ship()
+    rep = json.loads(site.jobmon("query", "--json", "late").stdout)
+    assert rep["summary"]["samples"] == len(rep["samples"]) >= 8
+    assert [s["elapsed_seconds"] for s in rep["samples"]] == sorted(
+        s["elapsed_seconds"] for s in rep["samples"])
+
+
+def test_sigkill_mid_batch_20_times_loses_and_duplicates_nothing(site):
+    site.write_config(batch_points=50)
+    site.prepare()
+    jobs = {f"k{n}": 1500 for n in range(100)}
+    base = time.time() - 3600
+    for n, (job, count) in enumerate(jobs.items()):
+        spool_job(site.spool, job, count, start=base + n)
+    progress = []
+    for _ in range(20):
+        p = subprocess.Popen([JOBMON, "ship"], env=site.env, stderr=subprocess.DEVNULL)
+        time.sleep(random.uniform(0.15, 0.3))
+        p.send_signal(signal.SIGKILL)
+        assert p.wait() == -signal.SIGKILL
+        st = json.loads(site.ship("--status", "--json").stdout)
+        progress.append((st["shipped_points"], st["pending_points"]))
+    assert progress[-1][1] > 0, f"killed too late to matter: {progress}"
+    assert len({p[0] for p in progress}) > 5, f"kills did not land mid-run: {progress}"
+    site.ship()
+    assert samples_per_job(site) == jobs
+    # no duplicate: every (job, time) once, and the series is the one written
+    rows = site.rows("SELECT elapsed_seconds, mem_resident_bytes FROM jobmon_sample "
+                     "WHERE job = 'k3' ORDER BY time")
+    assert [r["mem_resident_bytes"] for r in rows] == [1000 + k for k in range(1500)]
+    assert len(site.rows("SELECT * FROM jobmon_job")) == len(jobs)
+
+
+def test_spool_limit_drops_oldest_and_counts_the_loss(site):
+    site.write_config(url="http://127.0.0.1:9", max_bytes=150_000)
+    site.prepare()
+    base = time.time() - 3600
+    paths = [spool_job(site.spool, f"j{n}", 200, start=base + n) for n in range(6)]
+    sizes = [os.path.getsize(p) for p in paths]
+    assert sum(sizes) > 150_000
+    site.ship("--timeout=0.2", check=False)
+    left = sorted(f for f in os.listdir(site.spool) if f.endswith(".lp"))
+    dropped = [p for p in paths if os.path.basename(p) not in left]
+    assert dropped == paths[:len(dropped)] and dropped, "oldest go first"
+    st = json.loads(site.ship("--status", "--json").stdout)
+    assert st["dropped_files"] == len(dropped)
+    assert st["dropped_points"] == len(dropped) * 202     # samples + 2 job points each
+    assert st["spool_bytes"] <= 150_000
+    text = site.ship("--status").stdout
+    assert f"dropped_points     {len(dropped) * 202}" in text
+    site.write_config(url=site.influx.url, max_bytes=150_000)
+    site.ship()
+    assert samples_per_job(site) == {f"j{n}": 200 for n in range(len(dropped), 6)}
+
+
+def test_torn_last_line_is_skipped_not_shipped(site):
+    site.prepare()
+    path = spool_job(site.spool, "torn", 5)
+    with open(path, "ab") as f:
+        f.write(b"jobmon_sample,job=torn cpu_user_seconds=9,elapsed_seconds=6 1700000")
+    r = site.ship()
+    assert "torn line" in r.stderr and os.path.basename(path) in r.stderr
+    assert samples_per_job(site) == {"torn": 5}
+    st = json.loads(site.ship("--status", "--json").stdout)
+    assert st["torn_lines"] == 1 and st["spool_files"] == 0
+
+
+def test_malformed_file_is_quarantined_and_the_rest_ships(site):
+    site.prepare()
+    good = spool_job(site.spool, "good", 3)
+    bad = spool_job(site.spool, "bad", 3)
+    with open(bad, "ab") as f:
+        f.write(b"jobmon_sample,job=bad x=1 1700000000000000000\nnot line protocol at all\n")
+    r = site.ship()
+    assert "quarantined spool file " + bad in r.stderr
+    assert os.path.exists(os.path.join(site.spool, ".quarantine", os.path.basename(bad)))
+    assert not os.path.exists(good)
+    assert samples_per_job(site)["good"] == 3
+    assert json.loads(site.ship("--status", "--json").stdout)["quarantined_files"] == 1
+
+
+def test_a_point_the_server_refuses_quarantines_only_its_file(site):
+    """A field-type conflict (HTTP 400) is the file's fault, not the batch's."""
+    site.prepare()
+    spool_job(site.spool, "first", 3)
+    bad = spool_job(site.spool, "conflict", 2)
+    with open(bad, "ab") as f:   # procs is an integer field: a float is refused
+        f.write(b"jobmon_sample,job=conflict procs=1.5 %d\n" % time.time_ns())  # same shard
+    spool_job(site.spool, "last", 4)
+    r = site.ship()
+    assert "refused by the server" in r.stderr and bad in r.stderr
+    got = samples_per_job(site)   # 1.x keeps the acceptable points of a refused batch
+    assert got["first"] == 3 and got["last"] == 4
+    assert os.path.exists(os.path.join(site.spool, ".quarantine", os.path.basename(bad)))
+
+
+def test_v2_api_through_influxdb_client_into_victoria_metrics(victoria_server, site, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("not-checked-by-victoria\n")
+    os.chmod(token, 0o600)
+    site.prepare()
+    with open(site.config, "a") as f:
+        pass
+    text = open(site.config).read().replace(
+        f'url = "{site.influx.url}"',
+        f'url = "{victoria_server.url}"\napi = "v2"\norg = "o"\nbucket = "b"\n'
+        f'token_file = "{token}"')
+    open(site.config, "w").write(text)
+    spool_job(site.spool, "vm-job", 7, start=time.time() - 60)
+    site.ship()
+    series = victoria_server.export('{__name__="jobmon_sample_mem_resident_bytes",job="vm-job"}')
+    assert len(series) == 1
+    labels = series[0]["metric"]
+    assert labels["user"] == "root" if os.geteuid() == 0 else True
+    assert sorted(series[0]["values"]) == [1000 + k for k in range(7)]
+    # a server that refuses: the failure is reported, nothing is deleted
+    site.write_config(url="http://127.0.0.1:9")
+    text = open(site.config).read().replace('url = "http://127.0.0.1:9"',
+                                            'url = "http://127.0.0.1:9"\napi = "v2"\n'
+                                            f'bucket = "b"\norg = "o"\ntoken_file = "{token}"')
+    open(site.config, "w").write(text)
+    spool_job(site.spool, "vm-job2", 2)
+    assert site.ship("--timeout=0.2", check=False).returncode == 75
+    assert [f for f in os.listdir(site.spool) if f.endswith(".lp")]
