@@ -446,3 +446,43 @@ def test_summary_keys(tmp_path):
               "cpu_system_seconds", "rss_peak_bytes", "mem_peak_bytes", "read_bytes",
               "write_bytes", "procs_max", "samples"):
         assert k in s, k
+
+
+@pytest.mark.parametrize("mode", ["cgroup-v1", "procfs"])
+def test_many_processes_all_counted(tmp_path, mode):
+    """More processes than one kernel page of cgroup.procs holds (~700 pids): all counted."""
+    if mode == "cgroup-v1" and not IS_ROOT:
+        pytest.skip("needs root")
+    n = 900
+    summ = tmp_path / "s.json"
+    # the sleepers start before the first sample and live well past it
+    cmd = ["sh", "-c", f"i=0; while [ $i -lt {n} ]; do sleep 8 & i=$((i+1)); done; wait"]
+    args = [f"--summary={summ}", "--interval=2",
+            "--cgroup=create" if mode == "cgroup-v1" else "--cgroup=none"]
+    if mode == "cgroup-v1":
+        args.append("--cgroup-version=1")
+    r = jobmon_run(args, cmd, store=str(tmp_path / "db"))
+    assert r.returncode == 0, r.stderr
+    s = load_json(summ)
+    assert s["method"] == mode
+    assert s["procs_max"] >= n + 1, s
+
+
+def test_procfs_scan_and_children_walk_agree():
+    """The /proc scan (kernels without CONFIG_PROC_CHILDREN) finds the same tree as the walk."""
+    from jobmon.probes.procfs import ProcfsProbe
+    p = subprocess.Popen(["sh", "-c", "for i in $(seq 50); do sleep 5 & done; "
+                          "(sh -c 'sleep 5 & sleep 5') & wait"])
+    try:
+        walk, scan = ProcfsProbe(p.pid), ProcfsProbe(p.pid)
+        scan.has_children = False
+        deadline = time.monotonic() + 10
+        while len(walk.pids()) < 53 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(walk.pids()) >= 53
+        assert walk.pids() == scan.pids()
+        assert walk.read()["procs"] == scan.read()["procs"]
+    finally:
+        subprocess.run(["pkill", "-P", str(p.pid)])
+        p.kill()
+        p.wait()

@@ -36,7 +36,18 @@ class Reader:
         self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
     def read(self, size=65536):
+        """One pread: enough for single-value and small key-value files."""
         return os.pread(self.fd, size, 0)
+
+    def read_all(self):
+        """To the end: list files (cgroup.procs) come one seq_file page per read."""
+        chunks, off = [], 0
+        while True:
+            b = os.pread(self.fd, 65536, off)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+            off += len(b)
 
     def close(self):
         if self.fd >= 0:
@@ -83,7 +94,7 @@ class Counter:
     def count(self):
         if not self.nested:
             t = self.threads.read()
-            return self.procs.read(1 << 20).count(b"\n"), \
+            return self.procs.read_all().count(b"\n"), \
                 int(t) if self.threads.path.endswith("pids.current") else t.count(b"\n")
         procs = threads = 0
         from ..cgroups import walk

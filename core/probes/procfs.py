@@ -71,9 +71,24 @@ def parse_status(data):
 
 
 def _read(path):
+    """One read: /proc files of one record (stat, io, status, smaps_rollup) fit in it."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         return os.read(fd, 65536)
+    finally:
+        os.close(fd)
+
+
+def _read_all(path):
+    """To the end: list files (children) come one seq_file page (~680 pids) per read."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
     finally:
         os.close(fd)
 
@@ -110,7 +125,7 @@ class ProcfsProbe(Probe):
                 continue
             for tid in tids:
                 try:
-                    kids = _read(b"/proc/%d/task/%s/children" % (pid, tid)).split()
+                    kids = _read_all(b"/proc/%d/task/%s/children" % (pid, tid)).split()
                 except OSError:
                     continue
                 for k in kids:
