@@ -15,6 +15,14 @@ import urllib.parse
 import urllib.request
 
 
+def _die_with_parent():
+    """In the server's child process: the kernel sends SIGTERM when the test process dies,
+    so no server outlives an interrupted or crashed test run."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -79,7 +87,8 @@ class Influx:
     def start(self):
         self.log = open(os.path.join(self.dir, "influxd.log"), "ab")
         self.proc = subprocess.Popen(["influxd", "-config", self.conf], stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         _wait_http(self.url + "/ping", self.proc)
         return self
 
@@ -139,7 +148,8 @@ class Victoria:
             ["victoria-metrics", f"-httpListenAddr=127.0.0.1:{self.port}",
              f"-storageDataPath={self.dir}/data", "-search.latencyOffset=0s",
              "-retentionPeriod=100y", "-loggerLevel=ERROR"],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_die_with_parent)
         _wait_http(self.url + "/health", self.proc)
 
     def export(self, match='{__name__=~"jobmon.*"}'):

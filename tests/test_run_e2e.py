@@ -457,7 +457,8 @@ def test_many_processes_all_counted(tmp_path, mode):
     summ = tmp_path / "s.json"
     # the sleepers start before the first sample and live well past it
     cmd = ["sh", "-c", f"i=0; while [ $i -lt {n} ]; do sleep 8 & i=$((i+1)); done; wait"]
-    args = [f"--summary={summ}", "--interval=2",
+    # 0.5 s: re-reads within a second are what kept a cached v1 pid list alive
+    args = [f"--summary={summ}", "--interval=0.5",
             "--cgroup=create" if mode == "cgroup-v1" else "--cgroup=none"]
     if mode == "cgroup-v1":
         args.append("--cgroup-version=1")
@@ -466,6 +467,7 @@ def test_many_processes_all_counted(tmp_path, mode):
     s = load_json(summ)
     assert s["method"] == mode
     assert s["procs_max"] >= n + 1, s
+    assert s["threads_max"] >= n + 1, s
 
 
 def test_procfs_scan_and_children_walk_agree():

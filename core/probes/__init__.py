@@ -39,16 +39,6 @@ class Reader:
         """One pread: enough for single-value and small key-value files."""
         return os.pread(self.fd, size, 0)
 
-    def read_all(self):
-        """To the end: list files (cgroup.procs) come one seq_file page per read."""
-        chunks, off = [], 0
-        while True:
-            b = os.pread(self.fd, 65536, off)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
-            off += len(b)
-
     def close(self):
         if self.fd >= 0:
             os.close(self.fd)
@@ -79,50 +69,62 @@ def keyed(data, wanted):
 class Counter:
     """Counts a job's processes and threads across its cgroup and any nested ones.
 
-    A cgroup jobmon created has no children: its files stay open. Scheduler job cgroups
-    nest steps and tasks below the job, with processes only in the leaves: walk them.
+    A cgroup jobmon created has no children: one directory. Scheduler job cgroups nest
+    steps and tasks below the job, with processes only in the leaves: walk them. The list
+    files are opened anew each time: cgroup v1 caches a pid list per open file and keeps
+    serving it while it is re-read within a second, so a kept-open cgroup.procs goes stale.
     """
 
     def __init__(self, d, procs_file, threads_file, nested):
         self.d, self.procs_file, self.threads_file, self.nested = d, procs_file, threads_file, nested
-        if not nested:
-            self.procs = Reader(os.path.join(d, procs_file))
-            # the pids controller's O(1) task count beats listing every thread
-            self.threads = reader(os.path.join(d, "pids.current")) or \
-                Reader(os.path.join(d, threads_file))
+        # the pids controller's O(1) task count beats listing every thread
+        self.tasks = None if nested else reader(os.path.join(d, "pids.current"))
+
+    def _dirs(self):
+        if not self.nested:
+            return (self.d,)
+        from ..cgroups import walk
+        return walk(self.d)
 
     def count(self):
-        if not self.nested:
-            t = self.threads.read()
-            return self.procs.read_all().count(b"\n"), \
-                int(t) if self.threads.path.endswith("pids.current") else t.count(b"\n")
         procs = threads = 0
-        from ..cgroups import walk
-        for d in walk(self.d):
+        for d in self._dirs():
             try:
-                with open(os.path.join(d, self.procs_file), "rb") as f:
-                    procs += f.read().count(b"\n")
-                with open(os.path.join(d, self.threads_file), "rb") as f:
-                    threads += f.read().count(b"\n")
+                procs += _read_all(os.path.join(d, self.procs_file)).count(b"\n")
+                if self.tasks is None:
+                    threads += _read_all(os.path.join(d, self.threads_file)).count(b"\n")
             except OSError:
                 pass
+        if self.tasks is not None:
+            threads = int(self.tasks.read())
         return procs, threads
 
     def pids(self):
         out = []
-        from ..cgroups import walk
-        for d in walk(self.d) if self.nested else (self.d,):
+        for d in self._dirs():
             try:
-                with open(os.path.join(d, self.procs_file), "rb") as f:
-                    out += [int(p) for p in f.read().split()]
+                out += [int(p) for p in _read_all(os.path.join(d, self.procs_file)).split()]
             except OSError:
                 pass
         return out
 
     def close(self):
-        if not self.nested:
-            self.procs.close()
-            self.threads.close()
+        if self.tasks is not None:
+            self.tasks.close()
+
+
+def _read_all(path):
+    """A whole list file: they come one seq_file page (~680 pids) per read."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                return b"".join(chunks)
+            chunks.append(b)
+    finally:
+        os.close(fd)
 
 
 def read_int(path):

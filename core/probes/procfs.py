@@ -9,7 +9,7 @@ kernel keeps it in jobmon's RUSAGE_CHILDREN and in /proc/self/io.
 import os
 import resource
 
-from . import Probe
+from . import Probe, _read_all
 
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -75,20 +75,6 @@ def _read(path):
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         return os.read(fd, 65536)
-    finally:
-        os.close(fd)
-
-
-def _read_all(path):
-    """To the end: list files (children) come one seq_file page (~680 pids) per read."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while True:
-            b = os.read(fd, 65536)
-            if not b:
-                return b"".join(chunks)
-            chunks.append(b)
     finally:
         os.close(fd)
 
