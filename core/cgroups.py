@@ -86,17 +86,22 @@ class JobCgroups:
         """Remove a transient cgroup; leftover tasks are moved to the parent first."""
         if not self.created:
             return
+        import time
         for d in self.dirs.values():
             parent = os.path.dirname(d)
-            try:
-                with open(os.path.join(d, "cgroup.procs")) as f:
-                    pids = f.read().split()
-                for p in pids:
-                    with open(os.path.join(parent, "cgroup.procs"), "w") as f:
-                        f.write(p)
-                os.rmdir(d)
-            except OSError:
-                pass
+            for _ in range(100):  # tasks still exiting keep the cgroup busy for a moment
+                try:
+                    with open(os.path.join(d, "cgroup.procs")) as f:
+                        pids = f.read().split()
+                    for p in pids:
+                        with open(os.path.join(parent, "cgroup.procs"), "w") as f:
+                            f.write(p)
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
 
 
 def own(pid="self"):
