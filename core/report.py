@@ -2,7 +2,6 @@
 
 Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
-from .metrics import UNITS
 
 
 def build(record):
@@ -50,7 +49,3 @@ def build(record):
     }
     return {"header": header, "totals": [t for t in totals if t[1] is not None],
             "summary": record.summary, "samples": samples, "running": running}
-
-
-def units(name):
-    return UNITS.get(name, "")

@@ -127,11 +127,6 @@ def _read_all(path):
         os.close(fd)
 
 
-def read_int(path):
-    with open(path, "rb") as f:
-        return int(f.read().split()[0])
-
-
 def select(pid=None, cgroups=None, root=None, include_root=False):
     """The probe for a job: its cgroups if given, else a procfs walk from `root`."""
     if cgroups is not None:
