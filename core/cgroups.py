@@ -117,7 +117,7 @@ def existing(pid="self", prefer=None):
     """The cgroups `pid` is in now, if they are worth measuring (not the root)."""
     mounts, paths = own(pid)
     v2 = resolve(mounts, paths, "v2")
-    if prefer in (None, 2) and v2 and paths.get("v2", "/") != "/" and _has(v2, "memory.stat"):
+    if prefer in (None, 2) and v2 and paths.get("v2", "/") != "/" and os.path.exists(os.path.join(v2, "memory.stat")):
         return JobCgroups(2, {"v2": v2})
     if prefer in (None, 1):
         dirs = {c: resolve(mounts, paths, c) for c in V1_CONTROLLERS}

@@ -410,3 +410,23 @@ def test_odd_characters_in_cgroup_and_mount_names():
         "v2": odd, "memory": odd + "/m"}
     text = f"30 23 0:26 / {esc(odd)} rw,relatime - cgroup2 cgroup2 rw\n"
     assert cgroups.parse_mountinfo(text) == {"v2": (odd, "/")}
+
+
+@needs_root
+def test_existing_finds_a_process_in_a_real_v2_cgroup():
+    """`--cgroup existing` on v2: the process's own (non-root) v2 cgroup is found."""
+    cg = cgroups.create(f"jobmon-pytest-existing-{os.getpid()}", prefer=2)
+    if cg is None:
+        pytest.skip("cannot create a cgroup v2 here")
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        cg.join(p.pid)
+        found = cgroups.existing(p.pid, prefer=2)
+        assert found is not None and found.version == 2
+        assert os.path.samefile(found.dirs["v2"], cg.dirs["v2"])
+        assert not found.created  # found, not made: jobmon must not remove it
+        assert cgroups.existing(p.pid) is not None  # auto choice works too (v1 or v2)
+    finally:
+        p.kill()
+        p.wait()
+        cg.remove()
