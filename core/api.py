@@ -16,6 +16,7 @@ import functools
 import os
 import threading
 import time
+from types import SimpleNamespace
 
 from .probes import select
 from .sampler import Sampler
@@ -33,17 +34,13 @@ class Monitor:
         self._thread = None
 
     def __enter__(self):
-        from .runner import _user, open_sinks
-        start = time.time()
+        from .runner import describe_job, open_sinks
         probe = select(root=os.getpid(), include_root=True)
-        job = {"job": self.job_id or f"local-{int(start)}-{os.getpid()}",
-               "host": os.uname().nodename, "user": _user(), "method": probe.method,
-               "start_time": round(start, 3), "tags": self.tags,
-               "command": ["python", "(jobmon.monitor)"], "interval": self.interval,
-               "scheduler": "local"}
+        job = describe_job(self.job_id, probe, time.time(), self.tags,
+                           ["python", "(jobmon.monitor)"], self.interval)
         self.job_id = job["job"]
-        args = _Args(store=self.store, out=self.out, format=self.fmt)
-        self._sampler = Sampler(probe, open_sinks(args), job, self.interval)
+        sinks = open_sinks(SimpleNamespace(store=self.store, out=self.out, format=self.fmt))
+        self._sampler = Sampler(probe, sinks, job, self.interval)
         self._sampler.zero()  # the process has a past: count from here
         self._thread = threading.Thread(target=self._loop, name="jobmon-monitor", daemon=True)
         self._thread.start()
@@ -57,7 +54,7 @@ class Monitor:
         self._stop.set()
         self._thread.join()
         s = self._sampler
-        s.tick(final=True)
+        s.tick()
         self.summary = s.summary()
         self.summary["exit_code"] = 1 if exc[0] else 0
         s.close(self.summary)
@@ -74,8 +71,3 @@ class Monitor:
 def monitor(job_id=None, interval=1.0, tags=None, store=None, out=None, fmt="jsonl"):
     """Context manager and decorator: see the module docstring."""
     return Monitor(job_id, interval, tags, store, out, fmt)
-
-
-class _Args:
-    def __init__(self, store, out, format):
-        self.store, self.out, self.format = store, out, format

@@ -190,15 +190,15 @@ def _kill(pid, sig):
 
 def _children():
     """Pids of our live (non-zombie) children."""
-    me = str(os.getpid()).encode()
+    from .probes.procfs import parse_stat
+    me = os.getpid()
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat", "rb") as f:
-                    data = f.read()
-                f = data[data.rindex(b")") + 2:].split()
-                if f[1] == me and f[0] != b"Z":
+                    ppid, state = parse_stat(f.read())[:2]
+                if ppid == me and state != b"Z":
                     out.append(int(name))
             except (OSError, ValueError, IndexError):
                 pass

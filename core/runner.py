@@ -133,16 +133,21 @@ def start_sampler(args, pid, cg, start, t0):
             warn(f"cgroup probe failed ({e}); measuring through /proc")
     if probe is None:
         probe = select(root=os.getpid())
-    job = {"job": args.job_id or f"local-{int(start)}-{os.getpid()}",
-           "host": os.uname().nodename, "user": _user(), "method": probe.method,
-           "start_time": round(start, 3), "tags": args.tags, "command": args.cmd,
-           "interval": args.interval, "scheduler": "local"}
+    job = describe_job(args.job_id, probe, start, args.tags, args.cmd, args.interval)
     sampler = Sampler(probe, open_sinks(args), job, args.interval)
     if cg is not None and not cg.created:
         sampler.zero()  # an existing cgroup counts from its own creation
     sampler.t0 = t0
     sampler.last_t = t0
     return sampler
+
+
+def describe_job(job_id, probe, start, tags, command, interval):
+    """What a sink is told about the job when it opens."""
+    return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
+            "host": os.uname().nodename, "user": _user(), "method": probe.method,
+            "start_time": round(start, 3), "tags": tags, "command": command,
+            "interval": interval, "scheduler": "local"}
 
 
 def open_sinks(args):
@@ -184,7 +189,7 @@ def finish(sampler, sup, cg, args):
             extra = reaped_io()
         except OSError:
             pass
-    sampler.tick(final=True, extra=extra)
+    sampler.tick(extra=extra)
     tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
     summary = sampler.summary(sup.status, sup.leftovers, tasks_peak)
     summary["command"] = args.cmd

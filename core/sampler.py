@@ -43,8 +43,8 @@ class Sampler:
         values = self.probe.read()
         self.base = {k: values[k] for k in COUNTERS if k in values}
 
-    def tick(self, final=False, extra=None):
-        """Take one sample (the final one after the job ended, with `extra` exact totals)."""
+    def tick(self, extra=None):
+        """Take one sample; `extra` holds exact totals for the final one after the job ended."""
         try:
             values = self.probe.read() if self.probe else {}
         except Exception as e:

@@ -12,7 +12,6 @@ import resource
 from . import Probe, _read_all
 
 TICK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def parse_stat(data):
