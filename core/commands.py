@@ -36,13 +36,21 @@ def register(app):
         as_csv: bool = typer.Option(False, "--csv", help="Print the samples as CSV."),
         store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
                                             help="Store file (default: the embedded store)."),
+        user: Optional[str] = typer.Option(None, "--user", "-u", metavar="NAME",
+                                           help="The run of this user (a job id can be reused)."),
     ):
         """Show one job: totals, peaks and its samples."""
         from . import report
-        rec = open_store(store).job(job_id)
+        rec = open_store(store).job(job_id, user)
         if rec is None:
-            typer.echo(f"jobmon: no job {job_id!r} in the store (see `jobmon list`)", err=True)
+            by = f" by user {user!r}" if user else ""
+            typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)",
+                       err=True)
             raise typer.Exit(1)
+        users = rec.info.get("users") or []
+        if not user and len(users) > 1:
+            typer.echo(f"jobmon: job {job_id!r} has runs by users {', '.join(users)}; showing "
+                       f"the latest ({rec.info.get('user')}); choose one with --user", err=True)
         rep = report.build(rec)
         if as_json:
             from .render.structured import to_json

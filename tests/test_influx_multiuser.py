@@ -72,3 +72,21 @@ def test_job_run_as_a_user_is_queryable_under_that_user(site):
     site.ship()
     rep = json.loads(site.jobmon("query", "--json", "mu1").stdout)
     assert rep["job"]["user"] == "jobmon-test" and rep["samples"]
+
+
+def test_a_job_id_run_by_two_users_is_flagged_and_selectable(site):
+    """A job id is not proof of ownership: another user can run (or plant) the same id.
+    query says so and --user picks the run."""
+    site.prepare()
+    site.jobmon("run", "--interval=0.1", "--job-id=shared", "--", "sleep", "0.3",
+                user="jobmon-test")
+    site.jobmon("run", "--interval=0.1", "--job-id=shared", "--", "sleep", "0.2",
+                user="jobmon-test2")
+    site.ship()
+    r = site.jobmon("query", "--json", "shared")
+    assert "runs by users jobmon-test, jobmon-test2" in r.stderr and "--user" in r.stderr
+    assert json.loads(r.stdout)["job"]["user"] == "jobmon-test2"      # the latest
+    r = site.jobmon("query", "--json", "--user", "jobmon-test", "shared")
+    assert r.stderr == "" and json.loads(r.stdout)["job"]["user"] == "jobmon-test"
+    r = site.jobmon("query", "--user", "nobody", "shared", check=False)
+    assert r.returncode == 1 and "no job 'shared' by user 'nobody'" in r.stderr

@@ -1,7 +1,8 @@
 """Stores hold jobs and their samples for `jobmon query` and `jobmon list`.
 
-Read interface (every store): jobs(limit) -> [job dict with summary], job(job_id) ->
-JobRecord or None. The embedded store is also a sink for the per-job sampler.
+Read interface (every store): jobs(limit) -> [job dict with summary], job(job_id, user=None)
+-> JobRecord of the latest run (by that user) or None; its info["users"] lists every user
+with a run of that job id. The embedded store is also a sink for the per-job sampler.
 """
 
 

@@ -68,14 +68,19 @@ class InfluxStore:
         rows = self.rows(f'SELECT * FROM "{schema.JOB}" ORDER BY time DESC LIMIT {int(limit)}')
         return [schema.job_from_row(r) for r in rows]
 
-    def job(self, job_id):
-        """The latest run of job_id, with its samples."""
-        runs = self.rows(f'SELECT * FROM "{schema.JOB}" WHERE "job" = {quote_string(job_id)} '
-                         f'ORDER BY time DESC LIMIT 1')
+    def job(self, job_id, user=None):
+        """The latest run of job_id (by `user`, when given), with its samples."""
+        where = f'"job" = {quote_string(job_id)}'
+        if user:
+            where += f' AND "user" = {quote_string(user)}'
+        runs = self.rows(f'SELECT * FROM "{schema.JOB}" WHERE {where} ORDER BY time DESC LIMIT 1')
         if not runs:
             return None
         run = runs[0]
         info = schema.job_from_row(run)
+        info["users"] = sorted({r["value"] for r in self.rows(
+            f'SHOW TAG VALUES FROM "{schema.JOB}" WITH KEY = "user" '
+            f'WHERE "job" = {quote_string(job_id)}')})
         where = " AND ".join(f'"{k}" = {quote_string(run[k])}' for k in ("job", "host", "user")
                              if run.get(k) is not None)
         end = ""

@@ -79,15 +79,19 @@ class LocalStore(Sink):
             "SELECT info, summary FROM runs ORDER BY start_time DESC, id DESC LIMIT ?", (limit,))
         return [_info(i, s) for i, s in rows]
 
-    def job(self, job_id):
-        row = self.db.execute(
-            "SELECT id, info, summary FROM runs WHERE job = ? ORDER BY start_time DESC, id DESC "
-            "LIMIT 1", (job_id,)).fetchone()
-        if row is None:
+    def job(self, job_id, user=None):
+        runs = [(run, _info(i, s)) for run, i, s in self.db.execute(
+            "SELECT id, info, summary FROM runs WHERE job = ? ORDER BY start_time DESC, id DESC",
+            (job_id,))]
+        users = sorted({info.get("user") or "" for _run, info in runs})
+        runs = [r for r in runs if not user or r[1].get("user") == user]
+        if not runs:
             return None
+        run, info = runs[0]
+        info["users"] = users
         samples = [json.loads(d) for (d,) in self.db.execute(
-            "SELECT data FROM samples WHERE run = ? ORDER BY time", (row[0],))]
-        return JobRecord(_info(row[1], row[2]), samples)
+            "SELECT data FROM samples WHERE run = ? ORDER BY time", (run,))]
+        return JobRecord(info, samples)
 
 
 def _info(info, summary):
