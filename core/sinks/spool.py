@@ -43,21 +43,9 @@ class SpoolSink(Sink):
         self.job = None
 
     def open(self, job):
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-        for _ in range(5):
-            name = file_name(time.time_ns(), os.getuid(), os.getpid(), os.urandom(4).hex())
-            try:
-                self.fd = os.open(os.path.join(self.dir, name), flags, 0o640)
-                break
-            except FileExistsError:
-                continue   # somebody planted that name: take another
-        else:
-            raise SpoolError(f"cannot create a spool file in {self.dir}")
-        self.path = os.path.join(self.dir, name)
-        os.fchmod(self.fd, 0o640)   # whatever the job's umask: the shipper's group reads it
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.job = job
         self.tags = schema.job_tags(job)
+        self._create()
         self._append(schema.job_line(job))
 
     def write(self, sample):
@@ -71,8 +59,35 @@ class SpoolSink(Sink):
             os.close(self.fd)   # releases the lock: the file is finished
             self.fd = None
 
+    def _create(self):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(5):
+            name = file_name(time.time_ns(), os.getuid(), os.getpid(), os.urandom(4).hex())
+            try:
+                self.fd = os.open(os.path.join(self.dir, name), flags, 0o640)
+                break
+            except FileExistsError:
+                continue   # somebody planted that name: take another
+        else:
+            raise SpoolError(f"cannot create a spool file in {self.dir}")
+        self.path = os.path.join(self.dir, name)
+        self.size = 0
+        os.fchmod(self.fd, 0o640)   # whatever the job's umask: the shipper's group reads it
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
     def _append(self, text):
         data = text.encode()
+        self._write(data)
+        if os.fstat(self.fd).st_nlink == 0:
+            # The shipper dropped this file (spool over its limit) and counted the points it
+            # held; this line may have come after the count. Go on in a new file, which
+            # starts with the job's own point again.
+            os.close(self.fd)
+            self._create()
+            self._write(schema.job_line(self.job).encode())
+            self._write(data)
+
+    def _write(self, data):
         try:
             n = os.write(self.fd, data)
         except OSError:
