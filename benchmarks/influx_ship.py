@@ -60,8 +60,18 @@ def main():
     ap.add_argument("--jobs", type=int, default=10000)
     ap.add_argument("--samples", type=int, default=100)
     ap.add_argument("--batch", type=int, default=5000)
+    ap.add_argument("--no-gzip", dest="gzip", action="store_false")
+    ap.add_argument("--senders", type=int, default=2, help="batches in flight at once")
+    ap.add_argument("--cpu", type=int, default=None,
+                    help="pin the shipper to this one CPU (influxd keeps the others)")
+    ap.add_argument("--no-query", dest="query", action="store_false")
     a = ap.parse_args()
     srv = Influx().start()
+    if a.cpu is not None:   # the shipper gets one CPU, influxd (every thread) the others
+        others = os.sched_getaffinity(0) - {a.cpu}
+        for tid in os.listdir(f"/proc/{srv.proc.pid}/task"):
+            os.sched_setaffinity(int(tid), others)
+        os.sched_setaffinity(0, {a.cpu})
     srv.create_db("bench")
     d = tempfile.mkdtemp(prefix="jobmon-bench-")
     cfgfile = os.path.join(d, "jobmon.toml")
@@ -69,7 +79,7 @@ def main():
         f.write(f'[store]\nkind = "influxdb"\n[influxdb]\nurl = "{srv.url}"\ndatabase = "bench"\n'
                 f'[spool]\ndir = "{d}/spool"\nmax_bytes = {1 << 40}\n'
                 f'[shipper]\nstate_dir = "{d}/state"\nbatch_points = {a.batch}\n'
-                f'batch_bytes = {64 << 20}\n')
+                f'batch_bytes = {64 << 20}\nsenders = {a.senders}\n')
     cfg = config.load(cfgfile)
     shipper.prepare_spool(cfg["spool"]["dir"])
     t = time.perf_counter()
@@ -79,10 +89,10 @@ def main():
     spool_bytes = sum(os.path.getsize(os.path.join(cfg['spool']['dir'], n))
                       for n in os.listdir(cfg["spool"]["dir"]) if n.endswith(".lp"))
 
-    transport = V1Transport(srv.url, "bench", gzip=True)
+    transport = V1Transport(srv.url, "bench", gzip=a.gzip)
     s = shipper.Shipper(cfg, transport)
     where = defaultdict(float)
-    for name in ("read", "stamp", "finish", "scan", "enforce_limit"):
+    for name in ("read", "stamp", "finish", "scan", "enforce_limit", "collect"):
         timed(s, name, where)
     timed(s.state, "save", where)
     # split the transport: compression vs waiting for the server
@@ -110,18 +120,27 @@ def main():
     zlib.compressobj = real_compressobj
     where["read"] -= where["stamp"]   # read() calls stamp()
     where["send"] -= where["gzip"]
+    where["collect"] -= where["save"]  # collect() saves the state after each acknowledgement
     shipped = s.state.counters["shipped_points"]
     print(f"shipped {shipped} points, {spool_bytes / 1e6:.0f} MB of line protocol, batches "
-          f"of {a.batch}: {wall:.2f} s wall, {cpu:.2f} s shipper CPU")
+          f"of {a.batch}, {a.senders} in flight, gzip {a.gzip}, shipper on CPUs "
+          f"{sorted(os.sched_getaffinity(0))} of {os.cpu_count()}: {wall:.2f} s wall, {cpu:.2f} s shipper CPU")
     print(f"throughput: {shipped / wall:,.0f} points/s wall; {shipped / cpu:,.0f} points per "
           f"CPU-second of the shipper")
     for k, v in sorted(where.items(), key=lambda kv: -kv[1]):
-        label = {"send": "HTTP /write incl. server ingest (waiting)", "read": "read + validate",
-                 "stamp": "set user/host tags", "gzip": "gzip level 1", "save": "state fsync",
-                 }.get(k, k)
+        label = {"send": "sender thread: HTTP /write incl. server ingest",
+                 "gzip": "sender thread: gzip level 1",
+                 "collect": "main thread: waiting for the sender",
+                 "read": "main thread: read + validate", "stamp": "main thread: set tags",
+                 "save": "main thread: state fsync"}.get(k, k)
         print(f"  {label:45} {v:7.2f} s  {100 * v / wall:5.1f} %")
     s.close()
+    if a.query:
+        query(a, cfg, cfgfile, srv)
+    srv.close()
 
+
+def query(a, cfg, cfgfile, srv):
     # --- jobmon query of one job out of the whole store ---
     env = dict(os.environ, JOBMON_CONFIG=cfgfile)
     env.pop("JOBMON_STORE", None)
@@ -144,7 +163,6 @@ def main():
     lookup = (time.perf_counter() - t) / 20
     print(f"jobmon query JOBID (whole command): median {sorted(times)[2]:.3f} s, max "
           f"{max(times):.3f} s; the InfluxQL lookups alone: {lookup * 1000:.1f} ms")
-    srv.close()
 
 
 if __name__ == "__main__":

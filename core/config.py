@@ -46,11 +46,14 @@ SCHEMA = {
         "flush_seconds": (float, 2.0),
         "poll_seconds": (float, 1.0),
         "gzip": (bool, True),
+        "senders": (int, 2),                  # batches in flight at once
         "retry_initial_seconds": (float, 1.0),
         "retry_max_seconds": (float, 300.0),
     },
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2")}
+POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
+            ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds")}
 SECRET_KEYS = {"password", "token", "secret"}
 
 
@@ -131,6 +134,8 @@ def _check(section, key, value, where):
     if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
         raise ConfigError(f"{where}{section}.{key} must be {typ.__name__}, "
                           f"not {type(value).__name__} ({value!r})")
+    if (section, key) in POSITIVE and value <= 0:
+        raise ConfigError(f"{where}{section}.{key} must be greater than 0, not {value!r}")
     choices = CHOICES.get((section, key))
     if choices and value not in choices:
         raise ConfigError(f"{where}{section}.{key} must be one of {', '.join(choices)}, "

@@ -37,6 +37,9 @@ def test_wrong_type_and_bad_choice_name_the_key(tmp_path):
     p = write(tmp_path, '[store]\nkind = "mysql"\n')
     with pytest.raises(config.ConfigError, match=r":2: store.kind must be one of local, influxdb"):
         config.load(p, env={})
+    p = write(tmp_path, '[shipper]\nsenders = 0\n')
+    with pytest.raises(config.ConfigError, match=r":2: shipper.senders must be greater than 0"):
+        config.load(p, env={})
 
 
 def test_a_secret_in_the_file_is_refused_with_a_hint(tmp_path):

@@ -1,7 +1,9 @@
-"""InfluxDB 1.x `POST /write`: one keep-alive HTTP connection, gzip bodies, ns precision."""
+"""InfluxDB 1.x `POST /write`: a keep-alive HTTP connection per sender thread, gzip bodies,
+ns precision."""
 import base64
 import http.client
 import ssl
+import threading
 import urllib.parse
 import zlib
 
@@ -25,12 +27,25 @@ class V1Transport(Transport):
         if username or password:
             cred = base64.b64encode(f"{username}:{password}".encode()).decode()
             self.headers["Authorization"] = "Basic " + cred
-        self.conn = None
+        self.local = threading.local()   # http.client connections are not thread-safe
+        self.conns = set()
 
-    def _connect(self):
-        if self.https:
-            return http.client.HTTPSConnection(self.netloc, timeout=self.timeout, context=self.ctx)
-        return http.client.HTTPConnection(self.netloc, timeout=self.timeout)
+    def _conn(self):
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            if self.https:
+                conn = http.client.HTTPSConnection(self.netloc, timeout=self.timeout,
+                                                   context=self.ctx)
+            else:
+                conn = http.client.HTTPConnection(self.netloc, timeout=self.timeout)
+            self.local.conn = conn
+            self.conns.add(conn)
+        return conn
+
+    def _drop(self, conn):
+        conn.close()
+        self.conns.discard(conn)
+        self.local.conn = None
 
     def send(self, body):
         headers = dict(self.headers)
@@ -38,14 +53,13 @@ class V1Transport(Transport):
             c = zlib.compressobj(1, zlib.DEFLATED, 31)
             body = c.compress(body) + c.flush()
             headers["Content-Encoding"] = "gzip"
+        conn = self._conn()
         try:
-            if self.conn is None:
-                self.conn = self._connect()
-            self.conn.request("POST", self.path, body=body, headers=headers)
-            r = self.conn.getresponse()
+            conn.request("POST", self.path, body=body, headers=headers)
+            r = conn.getresponse()
             text = r.read().decode("utf-8", "replace")
         except (OSError, http.client.HTTPException) as e:
-            self.close()
+            self._drop(conn)
             raise SendError(f"{self.netloc}: {e}")
         if r.status == 204:
             return
@@ -55,6 +69,7 @@ class V1Transport(Transport):
                         retry=not data_refused(r.status))
 
     def close(self):
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        """Close every thread's connection (call with no send in progress)."""
+        for conn in list(self.conns):
+            conn.close()
+        self.conns.clear()

@@ -1,0 +1,110 @@
+"""Is it jobmon line protocol? The grammar of one spool line, checked fast.
+
+Spool files are written by job users, so the shipper checks every line against the
+grammar of what jobmon.lineprotocol writes before sending it: a line that does not parse
+here could make the server split or join points differently from the shipper's view.
+
+Speed (the shipper's largest cost): the grammar never needs to backtrack -- each token
+ends at a delimiter it cannot contain -- so its repeats are possessive or atomic where
+Python has them (3.11+), which saves the backtracking bookkeeping; older Pythons match
+the same language the slow way. On top, a Checker learns each line *shape* it sees (the
+measurement, the tag keys, the field keys and value types: a job writes thousands of
+lines of one shape) and matches those lines with the keys as literals, about twice as
+fast again. A shape's pattern matches a subset of the grammar, learnt only from a line
+the grammar accepted, so learning changes the speed, never the answer.
+"""
+import re
+import sys
+
+from . import influx_schema as schema
+
+MAX_SHAPES = 16   # a spool holds a few (sample, job start, job end per probe method)
+
+
+def _atomic(pattern):
+    """Marks -> syntax: `%+` possessive (after a one-character repeat), `(?%>` atomic
+    group. Possessive *groups* are avoided: Python before 3.11.5 matches them wrongly
+    (CPython gh-106052; Debian 12 has 3.11.2)."""
+    if sys.version_info >= (3, 11):
+        return pattern.replace(b"%+", b"+").replace(b"(?%>", b"(?>")
+    return pattern.replace(b"%+", b"").replace(b"(?%>", b"(?:")
+
+
+_TEXT = _atomic(rb"[^,= \\\n]*%+(?%>(?:\\[^\n][^,= \\\n]*%+)*)")   # escaped key or tag value
+_STR = _atomic(rb'"[^"\\\n]*%+(?%>(?:\\[^\n][^"\\\n]*%+)*)"')
+_FLOAT = _atomic(rb"-?%+(?%>[0-9]+%+\.?%+[0-9]*%+|\.[0-9]+%+)(?%>(?:[eE][+-]?%+[0-9]+%+)?)")
+_NUM = _FLOAT + _atomic(rb"i?%+")
+_VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|true|false)"
+_FIELD = _TEXT + rb"=" + _VALUE
+_MEAS = rb"(?:" + b"|".join(m.encode() for m in schema.MEASUREMENTS) + rb")"
+LINE = re.compile(_MEAS + _atomic(rb"(?%>(?:," + _TEXT + rb"=" + _TEXT + rb")+) ") + _FIELD
+                  + _atomic(rb"(?%>(?:," + _FIELD + rb")*) [0-9]{19}\n"))
+PARTS = re.compile(rb"(" + _MEAS + rb")((?:," + _TEXT + rb"=" + _TEXT + rb")+)( .*\n)",
+                   re.S)    # measurement, tags, the rest
+_TAG = re.compile(rb",(" + _TEXT + rb")=(" + _TEXT + rb")")
+_FIELD_KV = re.compile(rb"(" + _TEXT + rb")=(" + _VALUE + rb")")
+# the value patterns of a shape, by value type (each a subset of _VALUE)
+_TYPED = {"int": _atomic(rb"-?%+[0-9]+%+i"), "float": _FLOAT, "str": _STR,
+          "bool": rb"(?:true|false)"}
+
+
+def value_type(value):
+    if value.startswith(b'"'):
+        return "str"
+    if value in (b"true", b"false"):
+        return "bool"
+    return "int" if value.endswith(b"i") else "float"
+
+
+def shape_pattern(line):
+    """A regex (bytes) for the lines of this line's shape; line must match LINE."""
+    meas, tags, rest = PARTS.fullmatch(line).groups()
+    out = [re.escape(meas)]
+    out += [b"," + re.escape(t.group(1)) + b"=" + _TEXT for t in _TAG.finditer(tags)]
+    out.append(b" ")
+    out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[value_type(f.group(2))]
+                         for f in _FIELD_KV.finditer(rest)))
+    out.append(rb" [0-9]{19}\n")
+    return b"".join(out)
+
+
+class Checker:
+    """Checks batches of spool lines; remembers the shapes it has seen."""
+
+    def __init__(self):
+        self.shapes = []
+        self.known = None          # (?:shape|shape|...)*, None until one is learnt
+
+    def first_bad(self, data):
+        """None when data is whole lines of jobmon line protocol, else the offset of the
+        first line that is not."""
+        pos, end = 0, len(data)
+        while True:
+            if self.known is not None:
+                pos = self.known.match(data, pos).end()
+            if pos == end:
+                return None
+            m = LINE.match(data, pos)
+            if m is None:
+                return pos
+            self._learn(data[pos:m.end()])
+            pos = m.end()
+
+    def _learn(self, line):
+        if len(self.shapes) >= MAX_SHAPES:
+            return     # still checked, line by line, with the whole grammar
+        pattern = shape_pattern(line)
+        if pattern not in self.shapes:
+            self.shapes.append(pattern)
+            self.known = re.compile(_atomic(b"(?%>(?:") + b"|".join(self.shapes) + b")*)")
+
+
+def without_tags(line, names):
+    """line with the tags named in `names` (bytes) removed; it keeps at least one tag."""
+    m = PARTS.fullmatch(line)
+    if not m:
+        return line
+    keep = [t.group(0) for t in _TAG.finditer(m.group(2)) if t.group(1) not in names]
+    if not keep:
+        keep = [b",job=unknown"]
+    return m.group(1) + b"".join(keep) + m.group(3)
