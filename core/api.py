@@ -10,15 +10,17 @@
     def nightly(): ...
 
 A background thread samples this process and everything it starts (procfs probe,
-the process itself included); the summary is written when the block ends.
+the process itself included, plus its GPUs through NVML where there are any); the
+summary is written when the block ends.
 """
 import functools
 import os
 import threading
 import time
+import warnings
 from types import SimpleNamespace
 
-from .probes import select
+from .probes import select, with_gpus
 from .sampler import Sampler
 
 
@@ -36,6 +38,10 @@ class Monitor:
     def __enter__(self):
         from .runner import describe_job, open_sinks
         probe = select(root=os.getpid(), include_root=True)
+        try:
+            probe = with_gpus(probe)
+        except Exception as e:
+            warnings.warn(f"jobmon: no GPU metrics: {e}")
         job = describe_job(self.job_id, probe, time.time(), self.tags,
                            ["python", "(jobmon.monitor)"], self.interval)
         self.job_id = job["job"]
@@ -54,7 +60,7 @@ class Monitor:
         self._stop.set()
         self._thread.join()
         s = self._sampler
-        s.tick()
+        s.tick(final=True)
         self.summary = s.summary()
         self.summary["exit_code"] = 1 if exc[0] else 0
         s.close(self.summary)

@@ -33,6 +33,17 @@ SAMPLE_FIELDS = (
      "bytes passed through write()-like system calls (storage, page cache, pipes, sockets)"),
     ("procs", "count", "gauge", "processes of the job alive at the sample"),
     ("threads", "count", "gauge", "threads (kernel tasks) of the job alive at the sample"),
+    ("gpu_count", "count", "gauge",
+     "GPUs of the job: those in CUDA_VISIBLE_DEVICES, else every GPU of the node (NVML; "
+     "absent on a node without an NVIDIA driver)"),
+    ("gpu_util_percent", "%", "gauge",
+     "share of time a kernel ran on the job's GPUs (NVML utilization, device-wide, averaged "
+     "over the job's GPUs; other users of a shared GPU count too)"),
+    ("gpu_mem_bytes", "bytes", "gauge",
+     "GPU memory held by the job's processes, summed over its GPUs (NVML per-process use)"),
+    ("gpu_energy_joules", "J", "counter",
+     "energy the job's GPUs used since the job started (NVML, whole devices; Volta and "
+     "later); read every 10 s and at the end only, as one read costs ~4 ms of CPU"),
 )
 
 # name, unit, meaning: one record per job, written when it ends
@@ -63,6 +74,10 @@ SUMMARY_FIELDS = (
     ("threads_max", "count", "most threads alive at once"),
     ("leftover_procs", "count",
      "processes still running when the command itself exited (daemons, background jobs)"),
+    ("gpu_count", "count", "GPUs of the job (absent without an NVIDIA driver)"),
+    ("gpu_util_avg_percent", "%", "mean of the sampled GPU utilization"),
+    ("gpu_mem_peak_bytes", "bytes", "largest sampled GPU memory of the job's processes"),
+    ("gpu_energy_joules", "J", "energy the job's GPUs used from start to end"),
     ("samples", "count", "samples taken"),
     ("interval_seconds", "s", "sampling interval"),
 )

@@ -18,6 +18,13 @@ def build(record):
         s["mem_peak_bytes"] = max((x.get("mem_peak_bytes") or 0) for x in samples) or None
         s["procs_max"] = max((x.get("procs") or 0) for x in samples)
         s["samples"] = len(samples)
+        gpu_mem = [x["gpu_mem_bytes"] for x in samples if x.get("gpu_mem_bytes") is not None]
+        util = [x["gpu_util_percent"] for x in samples if x.get("gpu_util_percent") is not None]
+        s["gpu_mem_peak_bytes"] = max(gpu_mem) if gpu_mem else None
+        s["gpu_util_avg_percent"] = round(sum(util) / len(util), 1) if util else None
+        energy = [x["gpu_energy_joules"] for x in samples if "gpu_energy_joules" in x]
+        s["gpu_count"] = last.get("gpu_count")
+        s["gpu_energy_joules"] = energy[-1] if energy else None
     cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
     wall = s.get("wall_seconds") or 0
     totals = [
@@ -33,6 +40,10 @@ def build(record):
         ("write() total", s.get("wchar_bytes"), "bytes"),
         ("processes (peak)", s.get("procs_max"), "count"),
         ("threads (peak)", s.get("threads_max"), "count"),
+        ("GPUs", s.get("gpu_count"), "count"),
+        ("GPU utilization (average)", s.get("gpu_util_avg_percent"), "%"),
+        ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),
+        ("GPU energy", s.get("gpu_energy_joules"), "J"),
         ("samples", s.get("samples"), "count"),
     ]
     if s.get("signal"):

@@ -123,7 +123,7 @@ def main(argv):
 
 
 def start_sampler(args, pid, cg, start, t0):
-    from .probes import select
+    from .probes import select, with_gpus
     from .sampler import Sampler
     probe = None
     if cg is not None:
@@ -133,6 +133,10 @@ def start_sampler(args, pid, cg, start, t0):
             warn(f"cgroup probe failed ({e}); measuring through /proc")
     if probe is None:
         probe = select(root=os.getpid())
+    try:
+        probe = with_gpus(probe)
+    except Exception as e:
+        warn(f"no GPU metrics: {e}")
     job = describe_job(args.job_id, probe, start, args.tags, args.cmd, args.interval)
     sampler = Sampler(probe, open_sinks(args), job, args.interval)
     if cg is not None and not cg.created:
@@ -189,7 +193,7 @@ def finish(sampler, sup, cg, args):
             extra = reaped_io()
         except OSError:
             pass
-    sampler.tick(extra=extra)
+    sampler.tick(extra=extra, final=True)
     tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
     summary = sampler.summary(sup.status, sup.leftovers, tasks_peak)
     summary["command"] = args.cmd

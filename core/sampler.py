@@ -20,6 +20,8 @@ class Sampler:
         self.samples = 0
         self.peaks = {"mem_resident_peak_bytes": 0, "mem_swap_bytes": 0, "procs": 0,
                       "threads": 0, "mem_peak_bytes": 0}
+        self.gpu_util = []        # sampled GPU utilization, for the summary's mean
+        self.gpu_energy = None
         self.errors = 0
         self.base = {}            # counter values at the start, for jobs with a past
         for s in list(self.sinks):
@@ -43,10 +45,11 @@ class Sampler:
         values = self.probe.read()
         self.base = {k: values[k] for k in COUNTERS if k in values}
 
-    def tick(self, extra=None):
-        """Take one sample; `extra` holds exact totals for the final one after the job ended."""
+    def tick(self, extra=None, final=False):
+        """Take one sample; the final one comes after the job ended, with `extra` holding
+        exact totals the probe cannot see."""
         try:
-            values = self.probe.read() if self.probe else {}
+            values = self.probe.read(final) if self.probe else {}
         except Exception as e:
             self._warn(f"probe {getattr(self.probe, 'method', '?')}: {e}")
             values = {}
@@ -71,9 +74,13 @@ class Sampler:
         pk["mem_resident_peak_bytes"] = max(pk["mem_resident_peak_bytes"],
                                             values.get("mem_resident_bytes", 0), maxrss)
         values["mem_resident_peak_bytes"] = pk["mem_resident_peak_bytes"]
-        for k in ("mem_swap_bytes", "procs", "threads", "mem_peak_bytes"):
+        for k in ("mem_swap_bytes", "procs", "threads", "mem_peak_bytes", "gpu_mem_bytes"):
             if values.get(k) is not None:
-                pk[k] = max(pk[k], values[k])
+                pk[k] = max(pk.get(k, 0), values[k])
+        if "gpu_util_percent" in values:
+            self.gpu_util.append(values["gpu_util_percent"])
+        if "gpu_energy_joules" in values:   # not in every sample: see probes.nvml
+            self.gpu_energy = values["gpu_energy_joules"]
         sample = {"time": time.time_ns(), "elapsed_seconds": round(now - self.t0, 3),
                   "method": self.job.get("method")}
         sample.update(values)
@@ -108,6 +115,11 @@ class Sampler:
             "rchar_bytes": last.get("rchar_bytes"), "wchar_bytes": last.get("wchar_bytes"),
             "procs_max": procs_max, "threads_max": max(pk["threads"], tasks_peak or 0),
             "leftover_procs": leftovers,
+            "gpu_count": last.get("gpu_count"),
+            "gpu_util_avg_percent": round(sum(self.gpu_util) / len(self.gpu_util), 1)
+            if self.gpu_util else None,
+            "gpu_mem_peak_bytes": pk.get("gpu_mem_bytes"),
+            "gpu_energy_joules": self.gpu_energy,
             "samples": self.samples, "interval_seconds": self.interval,
         })
         if status is not None:

@@ -10,8 +10,9 @@ import os
 class Probe:
     method = "none"
 
-    def read(self):
-        """Current values: {field: number}."""
+    def read(self, final=False):
+        """Current values: {field: number}. final: the job is over, the last read (a probe
+        reads then what costs too much to read every sample)."""
         raise NotImplementedError
 
     def alive(self):
@@ -137,3 +138,13 @@ def select(pid=None, cgroups=None, root=None, include_root=False):
         return CgroupV1Probe(cgroups)
     from .procfs import ProcfsProbe
     return ProcfsProbe(root or pid or os.getpid(), include_root=include_root)
+
+
+def with_gpus(probe):
+    """probe plus the GPU fields when this node has an NVIDIA driver (and JOBMON_GPU is not
+    "off"). Without its device node nothing is loaded: ctypes and libnvidia-ml cost memory
+    in every job."""
+    if os.environ.get("JOBMON_GPU") == "off" or not os.path.exists("/dev/nvidiactl"):
+        return probe
+    from .nvml import gpu_probe
+    return gpu_probe(probe)

@@ -64,7 +64,7 @@ class CgroupV1Probe(Probe):
         self.counter = Counter(d.get("pids") or acct, "cgroup.procs", "tasks",
                                nested=not cgroups.created)
 
-    def read(self):
+    def read(self, final=False):
         out = split_cpu(int(self.usage.read()),
                         int(self.usage_user.read()) if self.usage_user else 0,
                         int(self.usage_sys.read()) if self.usage_sys else 0)

@@ -58,7 +58,7 @@ class CgroupV2Probe(Probe):
         self.events = reader(os.path.join(d, "cgroup.events"))
         self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
 
-    def read(self):
+    def read(self, final=False):
         out = parse_cpu_stat(self.cpu.read())
         if self.mem_stat:
             out.update(parse_memory_stat(self.mem_stat.read()))

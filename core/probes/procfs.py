@@ -155,7 +155,7 @@ class ProcfsProbe(Probe):
         self.foreign |= {p for p, mine in ours.items() if not mine}
         return {p: stats[p] for p in self.tree}
 
-    def read(self):
+    def read(self, final=False):
         stats = self._scan()
         if self.include_root:
             try:

@@ -19,6 +19,8 @@ def human(value, unit):
         return f"{value:.2f} s"
     if unit == "cores":
         return f"{value:.2f}"
+    if unit in ("%", "J"):
+        return f"{value:.1f} {unit}"
     return str(value)
 
 
