@@ -12,12 +12,12 @@ On a node with an NVIDIA driver:
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 from jobmon.probes import nvml, select
+from peak_rss import peak_rss_mib
 
 
 def per_read(probe, reads):
@@ -26,21 +26,6 @@ def per_read(probe, reads):
     for _ in range(reads):
         probe.read()
     return (time.process_time() - t) / reads * 1e6
-
-
-def peak_rss(argv, env):
-    p = subprocess.Popen(argv, env=env)
-    peak = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return peak / 1024
 
 
 def per_call(nvml, reads):
@@ -69,9 +54,9 @@ def main():
     argv = [jobmon, "run", "--interval=0.05", "--cgroup=none", "--out=/dev/null",
             "--", "sleep", "3"]
     env = dict(os.environ, JOBMON_STORE=os.path.join(tempfile.mkdtemp(), "store.db"))
-    with_nvml = peak_rss(argv, env)
+    with_nvml = peak_rss_mib(argv, env)
     env["JOBMON_GPU"] = "off"     # the same run, NVML not loaded
-    without = peak_rss(argv, env)
+    without = peak_rss_mib(argv, env)
     print(f"jobmon run peak RSS: {with_nvml:.1f} MiB with NVML, {without:.1f} MiB without")
 
 

@@ -7,7 +7,6 @@
    sampling every 50 ms for 3 s.
 """
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -15,18 +14,17 @@ import time
 from jobmon.metrics import SAMPLE_NAMES
 from jobmon.shipper import prepare_spool
 from jobmon.sinks.spool import SpoolSink
+from peak_rss import peak_rss_mib
 
 
-def per_sample(n=100_000):
-    d = tempfile.mkdtemp(prefix="jobmon-spool-bench-")
-    spool = os.path.join(d, "spool")
-    prepare_spool(spool)
+def per_sample(spool, gpu, n=100_000):
     sink = SpoolSink(spool)
     sink.open({"job": "bench", "host": "h", "user": "u", "method": "cgroup-v2",
                "start_time": time.time(), "tags": {"partition": "x"}, "command": ["x"],
                "interval": 1.0, "scheduler": "local"})
     sample = {"time": time.time_ns(), "elapsed_seconds": 1.0, "method": "cgroup-v2"}
-    sample.update({n: (1.25 if n.startswith("cpu") else 123456789) for n in SAMPLE_NAMES})
+    sample.update({n: (1.25 if n.startswith("cpu") else 123456789) for n in SAMPLE_NAMES
+                   if gpu or not n.startswith("gpu_")})
     t = time.perf_counter()
     for k in range(n):
         sample["time"] += 1
@@ -34,8 +32,8 @@ def per_sample(n=100_000):
     us = (time.perf_counter() - t) / n * 1e6
     sink.close({"end_time": time.time()})
     size = os.path.getsize(sink.path) / (n + 2)
-    print(f"spool write: {us:.1f} µs per sample ({size:.0f} bytes of line protocol each)")
-    return d, spool
+    print(f"spool write, {'GPU' if gpu else 'CPU'} node sample: {us:.1f} µs per sample "
+          f"({size:.0f} bytes of line protocol each)")
 
 
 def sampler_rss(d, spool):
@@ -44,22 +42,16 @@ def sampler_rss(d, spool):
         f.write(f'[store]\nkind = "influxdb"\n[spool]\ndir = "{spool}"\n')
     env = dict(os.environ, JOBMON_CONFIG=cfg)
     jobmon = os.path.join(os.path.dirname(sys.executable), "jobmon")
-    p = subprocess.Popen([jobmon, "run", "--interval=0.05", "--", "sleep", "3"], env=env)
-    peak = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.1)
+    peak = peak_rss_mib([jobmon, "run", "--interval=0.05", "--", "sleep", "3"], env)
     files = [n for n in os.listdir(spool) if n.endswith(".lp")]
-    print(f"jobmon run (spool sink, 50 ms interval): peak RSS {peak / 1024:.1f} MiB; "
-          f"spool files: {len(files)}")
+    print(f"jobmon run (spool sink, 50 ms interval): peak RSS {peak:.1f} MiB; "
+          f"spool files: {len(files)} (the two above and this run's)")
 
 
 if __name__ == "__main__":
-    d, spool = per_sample()
+    d = tempfile.mkdtemp(prefix="jobmon-spool-bench-")
+    spool = os.path.join(d, "spool")
+    prepare_spool(spool)
+    per_sample(spool, gpu=False)
+    per_sample(spool, gpu=True)
     sampler_rss(d, spool)

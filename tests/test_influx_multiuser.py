@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from helpers import JOBMON, PYTHON, as_user, needs_test_user
+from helpers import PYTHON, as_user, needs_test_user
 
 pytestmark = [pytest.mark.root, needs_test_user]
 
@@ -16,8 +16,6 @@ def test_job_user_cannot_read_the_token_file_and_the_job_never_sees_it(site):
     with open(token, "w") as f:
         f.write("s3cret-token-value\n")
     os.chmod(token, 0o600)
-    with open(site.config, "a") as f:
-        f.write(f'# v2 credentials for the shipper\n')
     text = open(site.config).read().replace("[influxdb]\n", f'[influxdb]\ntoken_file = "{token}"\n')
     open(site.config, "w").write(text)
     r = subprocess.run(as_user(["cat", token]), capture_output=True, text=True)

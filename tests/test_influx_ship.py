@@ -9,7 +9,6 @@ import time
 import pytest
 
 from helpers import JOBMON
-from jobmon import influx_schema as schema
 from jobmon.sinks.spool import SpoolSink
 from servers import Influx
 
@@ -225,8 +224,6 @@ def test_v2_api_through_influxdb_client_into_victoria_metrics(victoria_server, s
     token.write_text("not-checked-by-victoria\n")
     os.chmod(token, 0o600)
     site.prepare()
-    with open(site.config, "a") as f:
-        pass
     text = open(site.config).read().replace(
         f'url = "{site.influx.url}"',
         f'url = "{victoria_server.url}"\napi = "v2"\norg = "o"\nbucket = "b"\n'
