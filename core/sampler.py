@@ -20,7 +20,7 @@ class Sampler:
         self.samples = 0
         self.peaks = {"mem_resident_peak_bytes": 0, "mem_swap_bytes": 0, "procs": 0,
                       "threads": 0, "mem_peak_bytes": 0}
-        self.gpu_util = []        # sampled GPU utilization, for the summary's mean
+        self.gpu_util = [0.0, 0]  # sum and count of sampled GPU utilization (for the mean)
         self.gpu_energy = None
         self.errors = 0
         self.base = {}            # counter values at the start, for jobs with a past
@@ -78,7 +78,8 @@ class Sampler:
             if values.get(k) is not None:
                 pk[k] = max(pk.get(k, 0), values[k])
         if "gpu_util_percent" in values:
-            self.gpu_util.append(values["gpu_util_percent"])
+            self.gpu_util[0] += values["gpu_util_percent"]
+            self.gpu_util[1] += 1
         if "gpu_energy_joules" in values:   # not in every sample: see probes.nvml
             self.gpu_energy = values["gpu_energy_joules"]
         sample = {"time": time.time_ns(), "elapsed_seconds": round(now - self.t0, 3),
@@ -116,8 +117,8 @@ class Sampler:
             "procs_max": procs_max, "threads_max": max(pk["threads"], tasks_peak or 0),
             "leftover_procs": leftovers,
             "gpu_count": last.get("gpu_count"),
-            "gpu_util_avg_percent": round(sum(self.gpu_util) / len(self.gpu_util), 1)
-            if self.gpu_util else None,
+            "gpu_util_avg_percent": round(self.gpu_util[0] / self.gpu_util[1], 1)
+            if self.gpu_util[1] else None,
             "gpu_mem_peak_bytes": pk.get("gpu_mem_bytes"),
             "gpu_energy_joules": self.gpu_energy,
             "samples": self.samples, "interval_seconds": self.interval,
