@@ -38,10 +38,7 @@ class Monitor:
     def __enter__(self):
         from .runner import describe_job, open_sinks
         probe = select(root=os.getpid(), include_root=True)
-        try:
-            probe = with_gpus(probe)
-        except Exception as e:
-            warnings.warn(f"jobmon: no GPU metrics: {e}")
+        probe = with_gpus(probe, lambda msg: warnings.warn(f"jobmon: {msg}"))
         job = describe_job(self.job_id, probe, time.time(), self.tags,
                            ["python", "(jobmon.monitor)"], self.interval)
         self.job_id = job["job"]

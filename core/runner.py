@@ -133,10 +133,7 @@ def start_sampler(args, pid, cg, start, t0):
             warn(f"cgroup probe failed ({e}); measuring through /proc")
     if probe is None:
         probe = select(root=os.getpid())
-    try:
-        probe = with_gpus(probe)
-    except Exception as e:
-        warn(f"no GPU metrics: {e}")
+    probe = with_gpus(probe, warn)
     job = describe_job(args.job_id, probe, start, args.tags, args.cmd, args.interval)
     sampler = Sampler(probe, open_sinks(args), job, args.interval)
     if cg is not None and not cg.created:

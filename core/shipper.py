@@ -43,8 +43,7 @@ YOUNG_EMPTY_SECONDS = 10  # an unlocked empty file younger than this may be just
 
 _SHIPPER_TAG_NAMES = tuple(t.encode() for t in schema.SHIPPER_TAGS)
 _SHIPPER_TAG_KEYS = tuple(t + b"=" for t in _SHIPPER_TAG_NAMES)
-_SHIPPER_TAG = re.compile(rb"[, ](?:" + b"|".join(t.encode() for t in schema.SHIPPER_TAGS)
-                          + rb")=")
+_SHIPPER_TAG = re.compile(rb"[, ](?:" + b"|".join(_SHIPPER_TAG_NAMES) + rb")=")
 
 
 class SpoolFile:

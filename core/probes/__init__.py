@@ -140,11 +140,15 @@ def select(pid=None, cgroups=None, root=None, include_root=False):
     return ProcfsProbe(root or pid or os.getpid(), include_root=include_root)
 
 
-def with_gpus(probe):
+def with_gpus(probe, warn):
     """probe plus the GPU fields when this node has an NVIDIA driver (and JOBMON_GPU is not
     "off"). Without its device node nothing is loaded: ctypes and libnvidia-ml cost memory
-    in every job."""
+    in every job. If NVML fails, warn(message) and the job is measured without GPUs."""
     if os.environ.get("JOBMON_GPU") == "off" or not os.path.exists("/dev/nvidiactl"):
         return probe
-    from .nvml import gpu_probe
-    return gpu_probe(probe)
+    try:
+        from .nvml import gpu_probe
+        return gpu_probe(probe)
+    except Exception as e:
+        warn(f"no GPU metrics: {e}")
+        return probe
