@@ -128,6 +128,22 @@ def existing(pid="self", prefer=None):
     return None
 
 
+def for_job(mode, version, name):
+    """The cgroups to measure a new job in, or None for procfs.
+
+    mode: auto (a transient cgroup when root, else procfs), create, existing, none;
+    version: 1, 2 or None (v2 where it has memory accounting).
+    """
+    if mode == "none" or (mode == "auto" and os.geteuid() != 0):
+        return None
+    try:
+        if mode == "existing":
+            return existing(prefer=version)
+        return create(name, prefer=version)
+    except OSError:
+        return None
+
+
 def create(name, prefer=None):
     """A transient cgroup below the caller's own, or None if the kernel/permissions refuse.
 

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from . import launcher
+from . import cgroups, launcher
 
 USAGE = "jobmon run [OPTIONS] -- CMD [ARGS...]"
 
@@ -71,26 +71,13 @@ def warn(msg):
     sys.stderr.flush()
 
 
-def job_cgroups(mode, version):
-    """The cgroups to measure the command in, or None for procfs."""
-    from . import cgroups
-    if mode == "none" or (mode == "auto" and os.geteuid() != 0):
-        return None
-    try:
-        if mode == "existing":
-            return cgroups.existing(prefer=version)
-        return cgroups.create(f"jobmon-{os.getpid()}", prefer=version)
-    except OSError:
-        return None
-
-
 def main(argv):
     args = parse(argv)
     start = time.time()
     t0 = time.monotonic()
     launcher.block_signals()
     launcher.set_subreaper()
-    cg = job_cgroups(args.cgroup, args.cgroup_version)
+    cg = cgroups.for_job(args.cgroup, args.cgroup_version, f"jobmon-{os.getpid()}")
     if cg is None and args.cgroup in ("create", "existing"):
         warn(f"no usable cgroup ({args.cgroup}); measuring through /proc")
     try:
