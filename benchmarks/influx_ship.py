@@ -19,10 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 from servers import Influx  # noqa: E402
-from jobmon import config, shipper  # noqa: E402
+from jobmon import config  # noqa: E402
+from jobmon.ship import shipper  # noqa: E402
+from jobmon.ship.spooldir import prepare_spool  # noqa: E402
 from jobmon.metrics import SAMPLE_NAMES  # noqa: E402
 from jobmon.sinks.spool import SpoolSink  # noqa: E402
-from jobmon.transports.v1 import V1Transport  # noqa: E402
+from jobmon.ship.transports.v1 import V1Transport  # noqa: E402
 
 
 def spool_jobs(spool, jobs, samples):
@@ -81,7 +83,7 @@ def main():
                 f'[shipper]\nstate_dir = "{d}/state"\nbatch_points = {a.batch}\n'
                 f'batch_bytes = {64 << 20}\nsenders = {a.senders}\n')
     cfg = config.load(cfgfile)
-    shipper.prepare_spool(cfg["spool"]["dir"])
+    prepare_spool(cfg["spool"]["dir"])
     t = time.perf_counter()
     spool_jobs(cfg["spool"]["dir"], a.jobs, a.samples)
     points = a.jobs * (a.samples + 2)
@@ -92,8 +94,10 @@ def main():
     transport = V1Transport(srv.url, "bench", gzip=a.gzip)
     s = shipper.Shipper(cfg, transport)
     where = defaultdict(float)
-    for name in ("read", "stamp", "finish", "scan", "enforce_limit", "collect"):
-        timed(s, name, where)
+    for obj, names in ((s.lines, ("read", "stamp")), (s.spool, ("finish", "scan", "enforce_limit")),
+                       (s, ("collect",))):
+        for name in names:
+            timed(obj, name, where)
     timed(s.state, "save", where)
     # split the transport: compression vs waiting for the server
     import zlib

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 from jobmon.metrics import SAMPLE_NAMES
-from jobmon.shipper import prepare_spool
+from jobmon.ship.spooldir import prepare_spool
 from jobmon.sinks.spool import SpoolSink
 from peak_rss import peak_rss_mib
 

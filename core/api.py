@@ -18,10 +18,8 @@ import os
 import threading
 import time
 import warnings
-from types import SimpleNamespace
 
-from .probes import select, with_gpus
-from .sampler import Sampler
+from .session import Session, describe_job, open_probe, open_sinks
 
 
 class Monitor:
@@ -36,31 +34,27 @@ class Monitor:
         self._thread = None
 
     def __enter__(self):
-        from .runner import describe_job, open_sinks
-        probe = select(root=os.getpid(), include_root=True)
-        probe = with_gpus(probe, lambda msg: warnings.warn(f"jobmon: {msg}"))
-        job = describe_job(self.job_id, probe, time.time(), self.tags,
+        def warn(msg):
+            warnings.warn(f"jobmon: {msg}")
+        probe = open_probe(None, warn, root=os.getpid(), include_root=True)
+        job = describe_job(self.job_id, probe.method, time.time(), self.tags,
                            ["python", "(jobmon.monitor)"], self.interval)
         self.job_id = job["job"]
-        sinks = open_sinks(SimpleNamespace(store=self.store, out=self.out, format=self.fmt))
-        self._sampler = Sampler(probe, sinks, job, self.interval)
-        self._sampler.zero()  # the process has a past: count from here
+        self._session = Session(job, probe, open_sinks(self.store, self.out, self.fmt, warn),
+                                self.interval, own_process=False)
+        self._session.zero()  # the process has a past: count from here
         self._thread = threading.Thread(target=self._loop, name="jobmon-monitor", daemon=True)
         self._thread.start()
         return self
 
     def _loop(self):
         while not self._stop.wait(self.interval):
-            self._sampler.tick()
+            self._session.tick()
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        s = self._sampler
-        s.tick(final=True)
-        self.summary = s.summary()
-        self.summary["exit_code"] = 1 if exc[0] else 0
-        s.close(self.summary)
+        self.summary = self._session.finish((1 if exc[0] else 0) << 8)  # a wait status
         return False
 
     def __call__(self, fn):

@@ -80,10 +80,17 @@ SUMMARY_FIELDS = (
     ("gpu_energy_joules", "J", "energy the job's GPUs used from start to end"),
     ("samples", "count", "samples taken"),
     ("interval_seconds", "s", "sampling interval"),
+    ("monitor_cpu_seconds", "s",
+     "CPU jobmon's sampler used for this job (its own process; in the library API, its "
+     "sampling calls)"),
+    ("monitor_read_seconds", "s", "wall time jobmon spent reading the probe, all samples"),
+    ("monitor_errors", "count", "probe or sink errors the sampler met (each warned about)"),
 )
 
 SAMPLE_NAMES = tuple(f[0] for f in SAMPLE_FIELDS)
 COUNTERS = tuple(f[0] for f in SAMPLE_FIELDS if f[2] == "counter")
+# columns of a sample in CSV (`jobmon run --format csv`, `jobmon query --csv`)
+SAMPLE_COLUMNS = ("time", "elapsed_seconds", "method") + SAMPLE_NAMES
 UNITS = {f[0]: f[1] for f in SAMPLE_FIELDS}
 UNITS.update({f[0]: f[1] for f in SUMMARY_FIELDS})
 

@@ -87,21 +87,21 @@ def main(argv):
             cg.remove()
         warn(str(e))
         sys.exit(e.status)
-    sampler = None
+    job = None
     try:
-        sampler = start_sampler(args, pid, cg, start, t0)
+        job = start_session(args, cg, start, t0)
     except Exception as e:  # monitoring could not start: the command runs all the same
         warn(f"monitoring disabled: {e}")
-    sup = launcher.Supervisor(pid, on_tick=sampler and sampler.tick,
-                              interval=args.interval if sampler else None,
+    sup = launcher.Supervisor(pid, on_tick=job and job.tick,
+                              interval=args.interval if job else None,
                               wait_leftovers=args.wait,
                               on_command_exit=lambda n: n and args.wait and warn(
                                   f"command exited; waiting for {n} process(es) it left "
                                   "running (part of the job's cost; --no-wait ends here)"))
     sup.run(time.monotonic)
-    if sampler:
+    if job:
         try:
-            finish(sampler, sup, cg, args)
+            finish(job, sup, cg, args)
         except Exception as e:
             warn(f"could not record the end of the job: {e}")
     if cg:
@@ -109,66 +109,18 @@ def main(argv):
     launcher.exit_like(sup.status)
 
 
-def start_sampler(args, pid, cg, start, t0):
-    from .probes import select, with_gpus
-    from .sampler import Sampler
-    probe = None
-    if cg is not None:
-        try:
-            probe = select(cgroups=cg)
-        except OSError as e:
-            warn(f"cgroup probe failed ({e}); measuring through /proc")
-    if probe is None:
-        probe = select(root=os.getpid())
-    probe = with_gpus(probe, warn)
-    job = describe_job(args.job_id, probe, start, args.tags, args.cmd, args.interval)
-    sampler = Sampler(probe, open_sinks(args), job, args.interval)
+def start_session(args, cg, start, t0):
+    from .session import Session, describe_job, open_probe, open_sinks
+    probe = open_probe(cg, warn)
+    job = describe_job(args.job_id, probe.method, start, args.tags, args.cmd, args.interval)
+    session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
+                      args.interval, t0=t0)
     if cg is not None and not cg.created:
-        sampler.zero()  # an existing cgroup counts from its own creation
-    sampler.t0 = t0
-    sampler.last_t = t0
-    return sampler
+        session.zero()  # an existing cgroup counts from its own creation
+    return session
 
 
-def describe_job(job_id, probe, start, tags, command, interval):
-    """What a sink is told about the job when it opens."""
-    return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
-            "host": os.uname().nodename, "user": _user(), "method": probe.method,
-            "start_time": round(start, 3), "tags": tags, "command": command,
-            "interval": interval, "scheduler": "local"}
-
-
-def open_sinks(args):
-    sinks = []
-    spool = None
-    if args.store is None:  # the site's config may send samples to InfluxDB via the spool
-        try:
-            from . import config
-            cfg = config.load()
-            if cfg.uses_influxdb:
-                from .sinks.spool import SpoolSink
-                spool = SpoolSink(cfg["spool"]["dir"])
-        except Exception as e:  # fail open: the embedded store keeps the samples
-            warn(f"InfluxDB spool unusable ({e}); using the embedded store")
-    if spool is not None:
-        sinks.append(spool)
-    elif args.store != "none":
-        from .sinks import store_path
-        from .stores.local import LocalStore
-        try:
-            sinks.append(LocalStore(args.store or store_path()))
-        except Exception as e:
-            warn(f"store not writable ({e}); samples not stored")
-    if args.out:
-        from .sinks.textfile import TextSink
-        try:
-            sinks.append(TextSink(args.out, args.format))
-        except OSError as e:
-            warn(f"cannot write {args.out}: {e}")
-    return sinks
-
-
-def finish(sampler, sup, cg, args):
+def finish(job, sup, cg, args):
     """Final read after the job's last process is gone: exact totals, not the last sample."""
     from .probes.procfs import reaped_io
     extra = {}
@@ -177,13 +129,9 @@ def finish(sampler, sup, cg, args):
             extra = reaped_io()
         except OSError:
             pass
-    sampler.tick(extra=extra, final=True)
-    tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
-    summary = sampler.summary(sup.status, sup.leftovers, tasks_peak)
-    summary["command"] = args.cmd
+    summary = job.finish(sup.status, sup.leftovers, extra)
     if args.summary:
         write_json(args.summary, summary)
-    sampler.close(summary)
 
 
 def write_json(path, obj):
@@ -193,11 +141,3 @@ def write_json(path, obj):
         json.dump(obj, f, indent=1)
         f.write("\n")
     os.replace(tmp, path)
-
-
-def _user():
-    try:
-        import pwd
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (KeyError, ImportError):
-        return str(os.getuid())

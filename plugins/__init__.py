@@ -1,0 +1,36 @@
+"""Scheduler plugins: each identifies the job it runs in -- its id, run and tags --
+and does nothing else. Sampling, sinks and shipping are the core's.
+
+A plugin is a package named in SCHEDULERS, with `detect(environ) -> bool` and
+`identify(environ) -> Identity`. Nothing is imported until a plugin is asked for: the
+plugins' entry points run inside every job and must stay light.
+"""
+import importlib
+
+SCHEDULERS = {}    # name -> module, filled as plugins are added
+
+
+class Identity:
+    """Who a job is: its id, the scheduler's name, the run (a job can run several times)
+    and the tags its samples carry."""
+
+    __slots__ = ("job", "scheduler", "run", "tags")
+
+    def __init__(self, job, scheduler="local", run=None, tags=None):
+        self.job, self.scheduler, self.run, self.tags = job, scheduler, run, dict(tags or {})
+
+    def __repr__(self):
+        return f"Identity({self.job!r}, {self.scheduler!r}, run={self.run!r}, tags={self.tags!r})"
+
+
+def load(name):
+    return importlib.import_module(SCHEDULERS[name], __name__)
+
+
+def identify(environ, names=None):
+    """The Identity the first plugin that recognises `environ` gives, or None."""
+    for name in names or SCHEDULERS:
+        plugin = load(name)
+        if plugin.detect(environ):
+            return plugin.identify(environ)
+    return None

@@ -53,7 +53,7 @@ class Site:
 
     def prepare(self):
         """What the shipper does on its first start: make the spool dir."""
-        from jobmon.shipper import prepare_spool
+        from jobmon.ship.spooldir import prepare_spool
         prepare_spool(self.spool)
 
     def rows(self, q):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from influxdb_client import Point
 
-from jobmon import lineprotocol as lp
+from jobmon.influx import lineprotocol as lp
 from jobmon.stores.influx import InfluxStore, quote_string
 
 text = st.text(min_size=1, max_size=40)

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from jobmon.probes import cgroup_v1, cgroup_v2, keyed, procfs
+from jobmon.probes import cgroup_v1, cgroup_v2, procfs
+from jobmon.probes.files import keyed
 
 from helpers import read_fixture
 

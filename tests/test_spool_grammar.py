@@ -5,9 +5,9 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from jobmon import influx_schema as schema
-from jobmon import lineprotocol as lp
-from jobmon import spool_grammar as g
+from jobmon.influx import schema
+from jobmon.influx import lineprotocol as lp
+from jobmon.influx import grammar as g
 
 # the same grammar without possessive repeats and atomic groups: what Python < 3.11 runs
 PLAIN = re.compile(re.sub(rb"([*+?])\+", rb"\1", g.LINE.pattern).replace(b"(?>", b"(?:"))

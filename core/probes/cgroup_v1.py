@@ -1,7 +1,9 @@
 """cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups."""
 import os
 
-from . import Counter, Probe, keyed, reader
+from . import Probe
+from .cgroup import Counter
+from .files import keyed, reader
 
 _MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap"}
 

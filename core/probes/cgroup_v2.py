@@ -5,7 +5,9 @@ those controllers are enabled, so each is optional.
 """
 import os
 
-from . import Counter, Probe, keyed, reader
+from . import Probe
+from .cgroup import Counter
+from .files import keyed, reader
 
 _CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
 _MEM_KEYS = {b"anon", b"file", b"shmem"}

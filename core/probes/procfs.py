@@ -9,7 +9,8 @@ kernel keeps it in jobmon's RUSAGE_CHILDREN and in /proc/self/io.
 import os
 import resource
 
-from . import Probe, _read_all
+from . import Probe
+from .files import PROC, read_all, read_once
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -69,19 +70,10 @@ def parse_status(data):
     return v.get(b"RssAnon", 0) + v.get(b"RssShmem", 0), v.get(b"RssFile", 0), v.get(b"VmSwap", 0)
 
 
-def _read(path):
-    """One read: /proc files of one record (stat, io, status, smaps_rollup) fit in it."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.read(fd, 65536)
-    finally:
-        os.close(fd)
-
-
 def reaped_io():
     """Counters of the children this process has reaped: /proc/self/io minus our own thread's."""
-    whole = parse_io(_read(b"/proc/self/io"))
-    mine = parse_io(_read(b"/proc/self/task/%d/io" % os.getpid()))
+    whole = parse_io(read_once(b"/proc/self/io"))
+    mine = parse_io(read_once(b"/proc/self/task/%d/io" % os.getpid()))
     return {k: whole.get(k, 0) - mine.get(k, 0) for k in whole}
 
 
@@ -110,13 +102,13 @@ class ProcfsProbe(Probe):
                 continue
             for tid in tids:
                 try:
-                    kids = _read_all(b"/proc/%d/task/%s/children" % (pid, tid)).split()
+                    kids = read_all(b"/proc/%d/task/%s/children" % (pid, tid)).split()
                 except OSError:
                     continue
                 for k in kids:
                     k = int(k)
                     try:
-                        stats[k] = parse_stat(_read(b"/proc/%d/stat" % k))
+                        stats[k] = parse_stat(read_once(b"/proc/%d/stat" % k))
                     except (OSError, ValueError, IndexError):
                         continue
                     frontier.append(k)
@@ -134,7 +126,7 @@ class ProcfsProbe(Probe):
             if pid == self.root:
                 continue
             try:
-                st = parse_stat(_read(b"/proc/%d/stat" % pid))
+                st = parse_stat(read_once(b"/proc/%d/stat" % pid))
             except (OSError, ValueError, IndexError):
                 continue  # exited between listing and reading
             stats[pid] = st
@@ -159,7 +151,7 @@ class ProcfsProbe(Probe):
         stats = self._scan()
         if self.include_root:
             try:
-                stats[self.root] = parse_stat(_read(b"/proc/%d/stat" % self.root))
+                stats[self.root] = parse_stat(read_once(b"/proc/%d/stat" % self.root))
             except (OSError, ValueError, IndexError):
                 pass
         out = dict.fromkeys(("cpu_user_seconds", "cpu_system_seconds", "procs", "threads",
@@ -176,8 +168,8 @@ class ProcfsProbe(Probe):
             if state in (b"Z", b"X"):
                 continue  # exited, not yet reaped: CPU counted above, nothing else left
             try:
-                r, f, w = mem_parse(_read(mem_file % pid))
-                io = parse_io(_read(b"/proc/%d/io" % pid))
+                r, f, w = mem_parse(read_once(mem_file % pid))
+                io = parse_io(read_once(b"/proc/%d/io" % pid))
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile, or not ours to read (setuid)
             out["procs"] += 1

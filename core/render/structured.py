@@ -3,7 +3,7 @@ import csv
 import io
 import json
 
-from ..sinks.textfile import CSV_COLUMNS
+from ..metrics import SAMPLE_COLUMNS
 
 
 def to_json(rep):
@@ -13,7 +13,7 @@ def to_json(rep):
 
 def to_csv(rep):
     buf = io.StringIO()
-    w = csv.DictWriter(buf, CSV_COLUMNS, extrasaction="ignore")
+    w = csv.DictWriter(buf, SAMPLE_COLUMNS, extrasaction="ignore")
     w.writeheader()
     w.writerows(rep["samples"])
     return buf.getvalue()

@@ -14,13 +14,3 @@ class Sink:
 
     def close(self, summary):
         """summary: the end-of-job record (jobmon.metrics.SUMMARY_FIELDS)."""
-
-
-def store_path(env=None):
-    """Where the embedded store lives: $JOBMON_STORE, else the XDG data dir."""
-    import os
-    env = os.environ if env is None else env
-    if env.get("JOBMON_STORE"):
-        return env["JOBMON_STORE"]
-    base = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(base, "jobmon", "jobmon.db")

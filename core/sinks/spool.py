@@ -1,7 +1,7 @@
 """The durable spool: the per-job sampler appends line protocol to its own file in the
 node's spool directory; `jobmon ship` sends it on. Standard library only, no network.
 
-Spool directory (made by the shipper, see jobmon.shipper.prepare_spool): owned by the
+Spool directory (made by the shipper, see jobmon.ship.spooldir.prepare_spool): owned by the
 shipper's user and group, mode 3733 -- any job user may create a file but not list the
 directory; the sticky bit stops users deleting or renaming each other's files; setgid
 gives every file the shipper's group, so the shipper reads files a job makes mode 0640.
@@ -17,7 +17,7 @@ import os
 import time
 
 from . import Sink
-from .. import influx_schema as schema
+from ..influx import schema
 
 SUFFIX = ".lp"
 

@@ -4,9 +4,7 @@ import json
 import sys
 
 from . import Sink
-from ..metrics import SAMPLE_NAMES
-
-CSV_COLUMNS = ("time", "elapsed_seconds", "method") + SAMPLE_NAMES
+from ..metrics import SAMPLE_COLUMNS
 
 
 class TextSink(Sink):
@@ -16,7 +14,7 @@ class TextSink(Sink):
         self.fh = open(path, "a", newline="") if self.own else sys.stdout
         self.csv = None
         if fmt == "csv":
-            self.csv = csv.DictWriter(self.fh, CSV_COLUMNS, extrasaction="ignore")
+            self.csv = csv.DictWriter(self.fh, SAMPLE_COLUMNS, extrasaction="ignore")
             if not self.own or self.fh.tell() == 0:
                 self.csv.writeheader()
 

@@ -7,8 +7,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from .. import influx_schema as schema
-from . import JobRecord
+from ..influx import schema
+from . import JobRecord, Store
 
 
 class InfluxError(Exception):
@@ -20,7 +20,7 @@ def quote_string(value):
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
 
-class InfluxStore:
+class InfluxStore(Store):
     def __init__(self, url, database, username="", password="", token="", timeout=10.0):
         self.url = url.rstrip("/") + "/query"
         self.database = database

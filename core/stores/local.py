@@ -8,7 +8,8 @@ import os
 import sqlite3
 
 from ..sinks import Sink
-from . import JobRecord
+from . import JobRecord, Store
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -29,7 +30,7 @@ CREATE INDEX IF NOT EXISTS samples_run ON samples (run, time);
 """
 
 
-class LocalStore(Sink):
+class LocalStore(Sink, Store):
     def __init__(self, path):
         self.path = path
         d = os.path.dirname(path)

@@ -1,0 +1,1 @@
+"""Slurm: identify a job from the Prolog/Epilog environment (prolog and epilog entries)."""

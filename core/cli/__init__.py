@@ -1,9 +1,13 @@
-"""The `jobmon` command line (typer). Runs outside jobs: heavy imports are fine here."""
+"""The `jobmon` command line (typer). Runs outside jobs: heavy imports are fine here.
+
+Nothing below the CLI imports it; `jobmon run` reaches jobmon.runner without it (see
+jobmon.__main__), so the per-job path never loads typer or rich.
+"""
 from typing import List, Optional
 
 import typer
 
-from . import __version__
+from .. import __version__
 
 app = typer.Typer(help="Per-job resource monitor for batch clusters.", no_args_is_help=True,
                   rich_markup_mode="rich", context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,7 +45,7 @@ def run(
     jobmon stays CMD's parent, forwards signals, leaves stdio alone and exits with CMD's
     exact status. Samples go to the embedded store (see `jobmon query`).
     """
-    from .runner import main as run_main
+    from ..runner import main as run_main
     argv = [f"--interval={interval}", f"--format={format}", f"--cgroup={cgroup}"]
     for name, value in (("--job-id", job_id), ("--out", out), ("--summary", summary),
                         ("--store", store), ("--cgroup-version", cgroup_version)):
@@ -53,10 +57,7 @@ def run(
     run_main(argv + ["--"] + list(cmd))
 
 
-from .commands import register  # noqa: E402  (query, list: kept apart to keep this file small)
+from . import query, ship  # noqa: E402  (each adds its commands)
 
-register(app)
-
-from .influx_commands import register as register_influx  # noqa: E402
-
-register_influx(app)
+query.register(app)
+ship.register(app)

@@ -16,7 +16,7 @@ One point is always exactly one line: a hostile job name cannot inject a point.
 import math
 import re
 
-from .metrics import SAMPLE_FIELDS, SUMMARY_FIELDS
+from ..metrics import SAMPLE_FIELDS, SUMMARY_FIELDS
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UNSAFE_BACKSLASH = re.compile(r"\\(?=[, =]|\Z)")

@@ -2,6 +2,7 @@
 
 Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
+from ..summary import Fold
 
 
 def build(record):
@@ -9,22 +10,11 @@ def build(record):
     info = record.info
     samples = record.samples
     running = not s
-    if running and samples:  # still running (or killed): report what the samples say
-        last = samples[-1]
-        s = {k: last.get(k) for k in ("cpu_user_seconds", "cpu_system_seconds", "read_bytes",
-                                      "write_bytes", "rchar_bytes", "wchar_bytes")}
-        s["wall_seconds"] = last.get("elapsed_seconds")
-        s["rss_peak_bytes"] = max((x.get("mem_resident_peak_bytes") or 0) for x in samples)
-        s["mem_peak_bytes"] = max((x.get("mem_peak_bytes") or 0) for x in samples) or None
-        s["procs_max"] = max((x.get("procs") or 0) for x in samples)
-        s["samples"] = len(samples)
-        gpu_mem = [x["gpu_mem_bytes"] for x in samples if x.get("gpu_mem_bytes") is not None]
-        util = [x["gpu_util_percent"] for x in samples if x.get("gpu_util_percent") is not None]
-        s["gpu_mem_peak_bytes"] = max(gpu_mem) if gpu_mem else None
-        s["gpu_util_avg_percent"] = round(sum(util) / len(util), 1) if util else None
-        energy = [x["gpu_energy_joules"] for x in samples if "gpu_energy_joules" in x]
-        s["gpu_count"] = last.get("gpu_count")
-        s["gpu_energy_joules"] = energy[-1] if energy else None
+    if running and samples:  # still running (or killed): what the samples say so far
+        fold = Fold()
+        for x in samples:
+            fold.add(x)
+        s = fold.totals()
     cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
     wall = s.get("wall_seconds") or 0
     totals = [

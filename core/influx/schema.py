@@ -11,7 +11,7 @@ Measurements:
 import json
 
 from . import lineprotocol as lp
-from .metrics import SAMPLE_NAMES, SUMMARY_FIELDS
+from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS
 
 SAMPLE = "jobmon_sample"
 JOB = "jobmon_job"

@@ -8,24 +8,42 @@ def open_store(store: Optional[str]):
     """The store to read: --store PATH, else InfluxDB when the config says so, else the
     embedded default."""
     import os
-    from .sinks import store_path
+    from ..stores import store_path
     if store is None:
-        from . import config
+        from .. import config
         try:
             cfg = config.load()
             if cfg.uses_influxdb:
-                from .influx_commands import FriendlyStore
-                from .stores.influx import InfluxStore
+                from ..stores.influx import InfluxStore
                 return FriendlyStore(InfluxStore.from_config(cfg))
         except config.ConfigError as e:
             typer.echo(f"jobmon: {e}", err=True)
             raise typer.Exit(2)
-    from .stores.local import LocalStore
+    from ..stores.local import LocalStore
     path = store or store_path()
     if not os.path.exists(path):
         raise typer.BadParameter(f"no jobmon store at {path} (no job recorded yet?)",
                                  param_hint="--store")
     return LocalStore(path)
+
+
+class FriendlyStore:
+    """A store whose server errors end the command with one clear line, not a traceback."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def __getattr__(self, name):
+        method = getattr(self.store, name)
+
+        def call(*a, **kw):
+            from ..stores.influx import InfluxError
+            try:
+                return method(*a, **kw)
+            except InfluxError as e:
+                typer.echo(f"jobmon: {e}", err=True)
+                raise typer.Exit(1)
+        return call
 
 
 def register(app):
@@ -40,7 +58,7 @@ def register(app):
                                            help="The run of this user (a job id can be reused)."),
     ):
         """Show one job: totals, peaks and its samples."""
-        from . import report
+        from ..report import model
         rec = open_store(store).job(job_id, user)
         if rec is None:
             by = f" by user {user!r}" if user else ""
@@ -51,15 +69,15 @@ def register(app):
         if not user and len(users) > 1:
             typer.echo(f"jobmon: job {job_id!r} has runs by users {', '.join(users)}; showing "
                        f"the latest ({rec.info.get('user')}); choose one with --user", err=True)
-        rep = report.build(rec)
+        rep = model.build(rec)
         if as_json:
-            from .render.structured import to_json
+            from ..render.structured import to_json
             typer.echo(to_json(rep))
         elif as_csv:
-            from .render.structured import to_csv
+            from ..render.structured import to_csv
             typer.echo(to_csv(rep), nl=False)
         else:
-            from .render.terminal import show
+            from ..render.terminal import show
             show(rep)
 
     @app.command("list")
@@ -69,5 +87,5 @@ def register(app):
                                             help="Store file (default: the embedded store)."),
     ):
         """List recent jobs, newest first."""
-        from .render.terminal import show_list
+        from ..render.terminal import show_list
         show_list(open_store(store).jobs(limit))

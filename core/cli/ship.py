@@ -9,31 +9,12 @@ CONFIG_HELP = "Config file (default: $JOBMON_CONFIG or /etc/jobmon/jobmon.toml).
 
 
 def load_config(path):
-    from . import config
+    from .. import config
     try:
         return config.load(path)
     except config.ConfigError as e:
         typer.echo(f"jobmon: {e}", err=True)
         raise typer.Exit(2)
-
-
-class FriendlyStore:
-    """A store whose server errors end the command with one clear line, not a traceback."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def __getattr__(self, name):
-        method = getattr(self.store, name)
-
-        def call(*a, **kw):
-            from .stores.influx import InfluxError
-            try:
-                return method(*a, **kw)
-            except InfluxError as e:
-                typer.echo(f"jobmon: {e}", err=True)
-                raise typer.Exit(1)
-        return call
 
 
 def register(app):
@@ -59,9 +40,9 @@ def register(app):
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                             format="jobmon ship: %(levelname)s: %(message)s")
         cfg = load_config(config_path)
-        from . import shipper
+        from ..ship import shipper, spooldir, state
         if show_status:
-            st = shipper.status(cfg)
+            st = spooldir.status(cfg, state.State(cfg["shipper"]["state_dir"]))
             if as_json:
                 typer.echo(json.dumps(st, indent=1))
             else:
@@ -72,8 +53,8 @@ def register(app):
             typer.echo("jobmon: store.kind is not \"influxdb\" in the config: nothing to ship",
                        err=True)
             raise typer.Exit(2)
-        from .config import ConfigError
-        from .transports import open_transport
+        from ..config import ConfigError
+        from ..ship.transports import open_transport
         try:
             s = shipper.Shipper(cfg, open_transport(cfg))
         except (ConfigError, RuntimeError, OSError) as e:
@@ -110,7 +91,7 @@ def register(app):
             c = cfg["influxdb"]
             typer.echo(f"influxdb: api {c['api']} at {c['url']}; spool {cfg['spool']['dir']}")
             if secrets:
-                from .config import ConfigError
+                from ..config import ConfigError
                 for key in ("token_file", "password_file"):
                     if c[key]:
                         try:

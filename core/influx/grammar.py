@@ -16,7 +16,7 @@ the grammar accepted, so learning changes the speed, never the answer.
 import re
 import sys
 
-from . import influx_schema as schema
+from . import schema
 
 MAX_SHAPES = 16   # a spool holds a few (sample, job start, job end per probe method)
 

@@ -1,0 +1,111 @@
+"""One monitored job: description -> probe -> sampler -> sinks -> end record.
+
+Shared by `jobmon run` and the HTCondor wrapper (runner.py), the library API (api.py)
+and the attach mode for jobs someone else started (watch.py). Standard library only.
+"""
+import os
+
+from .sampler import Sampler
+from .summary import exit_fields
+
+
+def user_name(uid=None):
+    try:
+        import pwd
+        return pwd.getpwuid(os.getuid() if uid is None else uid).pw_name
+    except (KeyError, ImportError):
+        return str(os.getuid() if uid is None else uid)
+
+
+def describe_job(job_id, method, start, tags, command, interval, scheduler="local"):
+    """What a sink is told about the job when it opens."""
+    return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
+            "host": os.uname().nodename, "user": user_name(), "method": method,
+            "start_time": round(start, 3), "tags": dict(tags or {}), "command": list(command),
+            "interval": interval, "scheduler": scheduler}
+
+
+def open_probe(cg, warn, root=None, include_root=False):
+    """The job's probe: its cgroup's if it has one that works, else its process tree
+    below `root` (default: this process); plus GPUs where the node has them."""
+    from .probes import select, with_gpus
+    probe = None
+    if cg is not None:
+        try:
+            probe = select(cgroups=cg)
+        except OSError as e:
+            warn(f"cgroup probe failed ({e}); measuring through /proc")
+    if probe is None:
+        probe = select(root=root or os.getpid(), include_root=include_root)
+    return with_gpus(probe, warn)
+
+
+def open_sinks(store, out, fmt, warn):
+    """Where samples go: the site's InfluxDB spool when the config says so (and no
+    --store was given), else the embedded store (unless store == "none"); plus --out."""
+    sinks = []
+    spool = None
+    if store is None:
+        try:
+            from . import config
+            cfg = config.load()
+            if cfg.uses_influxdb:
+                from .sinks.spool import SpoolSink
+                spool = SpoolSink(cfg["spool"]["dir"])
+        except Exception as e:  # fail open: the embedded store keeps the samples
+            warn(f"InfluxDB spool unusable ({e}); using the embedded store")
+    if spool is not None:
+        sinks.append(spool)
+    elif store != "none":
+        from .stores import store_path
+        from .stores.local import LocalStore
+        try:
+            sinks.append(LocalStore(store or store_path()))
+        except Exception as e:
+            warn(f"store not writable ({e}); samples not stored")
+    if out:
+        from .sinks.textfile import TextSink
+        try:
+            sinks.append(TextSink(out, fmt))
+        except OSError as e:
+            warn(f"cannot write {out}: {e}")
+    return sinks
+
+
+class Session:
+    """A job being sampled: tick() while it runs, finish() once it is over."""
+
+    def __init__(self, job, probe, sinks, interval, t0=None, own_process=True):
+        self.job = job
+        self.sampler = Sampler(probe, sinks, job, interval, own_process=own_process)
+        if t0 is not None:   # the job started before the sampler was set up
+            self.sampler.t0 = self.sampler.last_t = t0
+
+    @property
+    def probe(self):
+        return self.sampler.probe
+
+    def zero(self):
+        """Count from now: the cgroup or process existed before the job began."""
+        self.sampler.zero()
+
+    def tick(self):
+        return self.sampler.tick()
+
+    def finish(self, status=None, leftovers=0, extra=None):
+        """The final read (after the job's last process is gone, with `extra` holding
+        exact totals the probe cannot see), the summary, and the sinks closed."""
+        sampler = self.sampler
+        sampler.tick(extra=extra, final=True)
+        tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
+        s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
+        s.update(sampler.fold.totals(tasks_peak))
+        s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
+        s.update(exit_fields(status))
+        s["leftover_procs"] = leftovers
+        s["interval_seconds"] = sampler.interval
+        s.update(sampler.self_metrics())
+        s["command"] = self.job.get("command")
+        sampler.close(s)
+        return s
+

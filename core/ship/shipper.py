@@ -1,0 +1,250 @@
+"""`jobmon ship`: send the node's spool to InfluxDB, exactly where it left off.
+
+Runs as the shipper's service user (or root), never inside a job. Delivery is
+at-least-once with idempotent replays: progress (per-file byte offsets) is saved
+durably only after the server acknowledged a batch and every batch read before it, so
+a crash re-sends at most the batches in flight (`shipper.senders`), and InfluxDB stores
+a re-sent point over itself (same measurement, tags and time). Spool data is deleted
+only once acknowledged and its writer is gone.
+
+Trust: spool files are written by job users. Every line is checked against the line
+protocol grammar jobmon writes before it is sent, and the `user`, `host` and `cluster`
+tags are set here -- `user` from the file's owner as the kernel reports it -- replacing
+whatever the file says.
+"""
+import collections
+import fcntl
+import logging
+import os
+import random
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ..influx import lineprotocol as lp
+from ..influx import schema
+from .lines import Batch, LineReader
+from .spooldir import SpoolDir, prepare_spool
+from .state import State
+from .transports import SendError
+
+log = logging.getLogger("jobmon.ship")
+
+LOCK_FILE = "ship.lock"
+
+
+class Shipper:
+    def __init__(self, cfg, transport, sleep=time.sleep):
+        sh = cfg["shipper"]
+        self.batch_points, self.batch_bytes = sh["batch_points"], sh["batch_bytes"]
+        self.flush_seconds, self.poll_seconds = sh["flush_seconds"], sh["poll_seconds"]
+        self.retry_initial, self.retry_max = sh["retry_initial_seconds"], sh["retry_max_seconds"]
+        self.host = sh["host"] or socket.gethostname()
+        self.cluster = sh["cluster"]
+        self.transport = transport
+        self.sleep = sleep
+        os.makedirs(sh["state_dir"], mode=0o700, exist_ok=True)
+        self.lock_fd = os.open(os.path.join(sh["state_dir"], LOCK_FILE),
+                               os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError("another `jobmon ship` is running on this spool")
+        prepare_spool(cfg["spool"]["dir"])
+        self.state = State(sh["state_dir"])
+        self.spool = SpoolDir(cfg["spool"]["dir"], cfg["spool"]["max_bytes"], self.state)
+        self.lines = LineReader(self.host, self.cluster, self.batch_bytes)
+        self.pending_since = None
+        self.last_metrics = 0.0
+        self.senders = sh["senders"]
+        self.sender = ThreadPoolExecutor(self.senders, thread_name_prefix="jobmon-send")
+        self.in_flight = collections.deque()   # (future, batch), oldest first
+
+    # --- one pass over the spool ---
+    def ship_pass(self, final=False):
+        """Send every complete line (a partial batch only once it waited flush_seconds,
+        or when final). Raises SendError when the server did not take a batch.
+        Returns the points acknowledged."""
+        self.spool.enforce_limit()
+        before = self.state.counters["shipped_points"]
+        while not self._pass(final):
+            pass   # the server refused a batch; its bad file is quarantined: read on
+        self.send_metrics(final)
+        return self.state.counters["shipped_points"] - before
+
+    def _pass(self, final):
+        """One scan of the spool. False when a refused batch cut it short."""
+        files = self.spool.scan()
+        try:
+            batch = Batch()
+            for sf in files:
+                while not sf.bad:
+                    got = self.lines.read(sf, self.batch_bytes - batch.bytes,
+                                          self.batch_points - batch.points)
+                    if got is None:
+                        break
+                    batch.add(sf, *got)
+                    if batch.points >= self.batch_points or batch.bytes >= self.batch_bytes:
+                        if not self.send(batch):
+                            return False
+                        batch = Batch()
+                if sf.bad:
+                    self.spool.quarantine(sf)
+            if batch.points:
+                now = time.monotonic()
+                self.pending_since = self.pending_since or now
+                if (final or now - self.pending_since >= self.flush_seconds) \
+                        and not self.send(batch):
+                    return False
+            if not self.collect():
+                return False
+            done = [sf for sf in files if sf.finished and not sf.bad]
+            if any([self.spool.finish(sf) for sf in done]):
+                self.state.save()
+            return True
+        finally:
+            self.collect(quietly=True)   # only left in flight when something raised
+            for sf in files:
+                os.close(sf.fd)
+
+    def send(self, batch):
+        """Hand a batch to a sender thread, once there is room in flight: reading and
+        checking the next batches overlaps the server's work on the ones before. False
+        when an earlier batch was refused (this one is dropped, to be read again)."""
+        if not self.collect(keep=self.senders - 1):
+            return False
+        self.in_flight.append((self.sender.submit(self.transport.send, b"".join(batch.parts)),
+                               batch))
+        return True
+
+    def collect(self, keep=0, quietly=False):
+        """Wait until at most `keep` batches are in flight, recording acknowledgements in
+        the order the batches were read (so saved offsets only ever cover acknowledged
+        data). Raises SendError when a batch must be retried; quietly: forget it instead,
+        the next pass reads it again. False when a batch was refused or forgotten."""
+        while len(self.in_flight) > keep:
+            future, batch = self.in_flight.popleft()
+            try:
+                future.result()
+            except Exception as e:
+                self.forget_in_flight()
+                if quietly:
+                    return False
+                if not isinstance(e, SendError):
+                    raise
+                if e.retry:
+                    self.failed(e)
+                    raise
+                self.isolate(batch, e)     # some file holds data the server refuses
+                return False
+            self.acknowledged(batch)
+        return True
+
+    def forget_in_flight(self):
+        """Wait for the later batches and forget them: without the refused or failed
+        batch before them their offsets cannot be saved, so the next pass reads them
+        again (InfluxDB stores a re-sent point over itself)."""
+        for future, _batch in self.in_flight:
+            future.exception()
+        self.in_flight.clear()
+
+    def acknowledged(self, batch):
+        for name, (sf, end) in batch.ends.items():
+            self.state.acknowledge(name, sf.st, end)
+        for sf, _end in batch.ends.values():
+            if sf.finished:   # all of it acknowledged: delete now, keeps the state small
+                self.spool.finish(sf)
+        c = self.state.counters
+        c["shipped_points"] += batch.points
+        c["shipped_batches"] += 1
+        self.state.last_success = time.time()
+        self.state.save()
+        self.pending_since = None
+
+    def isolate(self, batch, err):
+        """The server refused a batch: quarantine the files it refuses on their own
+        (the others are then acknowledged as usual)."""
+        log.warning("server refused a batch (%s); checking its %d file(s) one by one",
+                    err, len(batch.ends))
+        for name, (sf, end) in list(batch.ends.items()):
+            start = self.state.offset(name, sf.st)
+            data = os.pread(sf.fd, end - start, start)
+            single = Batch()
+            single.add(sf, self.lines.stamp(data, sf.owner), data.count(b"\n"), end)
+            try:
+                self.transport.send(single.parts[0])
+            except SendError as e:
+                if e.retry:
+                    self.failed(e)
+                    raise
+                sf.bad = f"refused by the server: {e}"
+                sf.offset = start
+                self.spool.quarantine(sf)
+                continue
+            self.acknowledged(single)
+
+    def failed(self, err):
+        self.state.counters["send_errors"] += 1
+        self.state.last_error = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {err}"
+        self.state.save()
+
+    def send_metrics(self, final):
+        """The shipper's own counters as a jobmon_shipper point (best effort)."""
+        now = time.time()
+        if not final and now - self.last_metrics < 60:
+            return
+        tags = {"host": self.host, "cluster": self.cluster}
+        line = lp.point(schema.SHIPPER, tags, dict(self.state.counters), time.time_ns())
+        try:
+            self.transport.send(line.encode())
+            self.last_metrics = now
+        except SendError:
+            pass
+
+    # --- modes ---
+    def backoff(self, attempt):
+        """Exponential backoff with full jitter."""
+        return random.uniform(0, min(self.retry_max, self.retry_initial * 2 ** attempt))
+
+    def wait(self, seconds, stop):
+        """Sleep, still keeping the spool under its limit meanwhile."""
+        deadline = time.monotonic() + seconds
+        while not stop() and time.monotonic() < deadline:
+            self.sleep(min(self.poll_seconds, max(deadline - time.monotonic(), 0)))
+            self.spool.enforce_limit()
+
+    def follow(self, stop=lambda: False):
+        attempt = 0
+        while not stop():
+            try:
+                self.ship_pass()
+                attempt = 0
+                self.wait(self.poll_seconds, stop)
+            except SendError as e:
+                delay = self.backoff(attempt)
+                log.warning("send failed (%s); retrying in %.1f s", e, delay)
+                attempt += 1
+                self.wait(delay, stop)
+
+    def once(self, deadline_seconds):
+        """Ship everything there is; retry until the deadline. True when drained."""
+        deadline = time.monotonic() + deadline_seconds
+        attempt = 0
+        while True:
+            try:
+                while self.ship_pass(final=True):
+                    pass
+                return True
+            except SendError as e:
+                delay = self.backoff(attempt)
+                attempt += 1
+                if time.monotonic() + delay > deadline:
+                    log.error("send failed (%s); giving up for now, data stays spooled", e)
+                    return False
+                log.warning("send failed (%s); retrying in %.1f s", e, delay)
+                self.wait(delay, lambda: False)
+
+    def close(self):
+        self.sender.shutdown()
+        self.transport.close()
+        os.close(self.lock_fd)

@@ -1,0 +1,146 @@
+"""What the layout must keep: the per-job path is standard library only, modules stay
+small, data flows one way (write path, node path, read path), plugins stay apart, and
+every package is installed by a plain `pip install .`."""
+import ast
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers import JOBMON, PYTHON, REPO
+
+CORE = os.path.join(REPO, "core")
+PLUGINS = os.path.join(REPO, "plugins")
+MAX_LINES = 400
+HEAVY = {"typer", "rich", "click", "influxdb_client", "htcondor", "htcondor2", "classad",
+         "classad2", "pyslurm", "psutil", "urllib3", "reactivex", "dateutil"}
+
+
+def modules():
+    """{dotted name: path} of every module of the jobmon package."""
+    out = {}
+    for base, pkg in ((CORE, "jobmon"), (PLUGINS, "jobmon.plugins")):
+        for d, _dirs, files in os.walk(base):
+            if "__pycache__" in d:
+                continue
+            rel = os.path.relpath(d, base)
+            prefix = pkg if rel == "." else pkg + "." + rel.replace(os.sep, ".")
+            for f in files:
+                if f.endswith(".py"):
+                    name = prefix if f == "__init__.py" else f"{prefix}.{f[:-3]}"
+                    out[name] = os.path.join(d, f)
+    return out
+
+
+def imports(name, path):
+    """Absolute names of the modules `name` imports (anywhere in it, lazily or not)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    pkg = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[:len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+    return {m for m in out if m}
+
+
+MODULES = modules()
+GRAPH = {n: imports(n, p) for n, p in MODULES.items()}
+
+
+def under(name, *prefixes):
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def reach(start, stop=()):
+    """Every jobmon module reachable from `start` through imports."""
+    seen, todo = set(), [start]
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in GRAPH:
+            continue
+        seen.add(n)
+        todo += [m for m in GRAPH[n] if m in GRAPH and not under(m, *stop)]
+    return seen
+
+
+def test_no_module_over_400_lines():
+    long = {n: sum(1 for _ in open(p)) for n, p in MODULES.items()}
+    assert not {n: k for n, k in long.items() if k > MAX_LINES}
+
+
+def _loaded(argv):
+    r = subprocess.run([PYTHON, "-X", "importtime"] + argv, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    return {m.group(1).strip().split(".")[0]
+            for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s+(.+)$", r.stderr, re.M)}
+
+
+def test_per_job_path_imports_only_the_standard_library_when_it_runs():
+    """`jobmon run` as it really runs: every module it loaded beyond what the interpreter
+    loads on its own (site hooks) is stdlib or jobmon's."""
+    loaded = _loaded([JOBMON, "run", "--store=none", "--interval=0.05", "--", "sleep", "0.2"])
+    loaded -= _loaded(["-c", "pass"])
+    foreign = {m for m in loaded if m not in sys.stdlib_module_names and m != "jobmon"
+               and not m.startswith("_")}
+    assert foreign <= {"tomli"}, foreign   # tomli only where Python < 3.11 lacks tomllib
+
+
+@pytest.mark.parametrize("entry", ["jobmon.runner", "jobmon.api", "jobmon.session",
+                                   "jobmon.sinks.spool", "jobmon.stores.local"])
+def test_write_path_never_imports_read_side_or_heavy_packages(entry):
+    for mod in reach(entry):
+        assert not (GRAPH[mod] & HEAVY), (mod, GRAPH[mod] & HEAVY)
+        assert not under(mod, "jobmon.cli", "jobmon.report", "jobmon.render",
+                         "jobmon.accounting", "jobmon.ship"), (entry, mod)
+
+
+def test_read_side_never_imports_the_in_job_writers():
+    writers = ("jobmon.runner", "jobmon.session", "jobmon.sampler", "jobmon.launcher",
+               "jobmon.probes", "jobmon.sinks", "jobmon.api")
+    for name, deps in GRAPH.items():
+        if under(name, "jobmon.report", "jobmon.render", "jobmon.accounting", "jobmon.ship"):
+            bad = {d for d in deps if under(d, *writers)}
+            if under(name, "jobmon.ship"):   # the spool directory's contract is the writer's
+                bad = {d for d in bad if not under(d, "jobmon.sinks.spool")}
+            assert not bad, (name, bad)
+
+
+def test_renderers_get_a_model_and_never_query():
+    for name, deps in GRAPH.items():
+        if under(name, "jobmon.render"):
+            assert not {d for d in deps if under(d, "jobmon.stores", "jobmon.accounting",
+                                                 "jobmon.report")}, name
+
+
+def test_nothing_below_the_cli_imports_it():
+    for name, deps in GRAPH.items():
+        if not under(name, "jobmon.cli", "jobmon.__main__"):
+            assert not {d for d in deps if under(d, "jobmon.cli")}, name
+
+
+def test_plugins_never_import_each_other():
+    plugins = {n.split(".")[2] for n in GRAPH if n.count(".") >= 2 and n.startswith("jobmon.plugins.")}
+    for name, deps in GRAPH.items():
+        if under(name, "jobmon.plugins") and name.count(".") >= 2:
+            mine = name.split(".")[2]
+            others = {f"jobmon.plugins.{p}" for p in plugins if p != mine}
+            assert not {d for d in deps if under(d, *others)}, name
+
+
+def test_every_package_is_installed_by_pip_install():
+    text = open(os.path.join(REPO, "pyproject.toml")).read()
+    listed = set(re.findall(r'"(jobmon(?:\.[a-z_]+)*)"', text))
+    packages = {n for n, p in MODULES.items() if p.endswith("__init__.py")}
+    assert packages <= listed, packages - listed
