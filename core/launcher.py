@@ -14,6 +14,7 @@ import errno
 import os
 import resource
 import signal
+import struct
 import sys
 
 # synchronous faults keep their default action; SIGKILL/SIGSTOP cannot be caught
@@ -25,6 +26,7 @@ _TTY_STOPS = {signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
 SI_KERNEL = 0x80
 FIRST_SAMPLE = 0.1  # s after start
 PR_SET_CHILD_SUBREAPER = 36
+_DIRECT = b"\0\0\0\0"   # the child fell back to exec the job itself (never a pid)
 
 
 def set_subreaper():
@@ -65,11 +67,15 @@ def find_executable(name, path=None):
                      else f"{name}: no such file or directory", 127)
 
 
-def spawn(argv, cgroups=None):
-    """Fork and exec argv; the child joins `cgroups` first. Returns the child's pid.
+def spawn(argv, cgroups=None, trampoline=None):
+    """Start argv as our child; it joins `cgroups` first. Returns the child's pid.
+
+    With `trampoline` (a jobmon.trampoline memfd) the forked child execs the trampoline,
+    which starts the job as our child with a memory of its own; without it, or if the
+    kernel refuses the trampoline, the forked child execs argv itself.
 
     Raises StartError if the command cannot be started (exit status 126/127 as a shell
-    would give). An exec error in the child comes back through a close-on-exec pipe.
+    would give). Errors come back through a pipe the job never sees.
     """
     exe = find_executable(argv[0])
     rfd, wfd = os.pipe()  # both close-on-exec (PEP 446)
@@ -85,9 +91,17 @@ def spawn(argv, cgroups=None):
             for s in (signal.SIGPIPE, signal.SIGXFSZ):  # Python set these to ignored
                 signal.signal(s, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if trampoline is not None:
+                os.set_inheritable(wfd, True)
+                try:
+                    os.execve(trampoline, ["jobmon-exec", str(wfd), exe] + list(argv),
+                              os.environ)
+                except OSError:
+                    os.set_inheritable(wfd, False)
+                    os.write(wfd, _DIRECT)
             os.execv(exe, argv)
         except OSError as e:
-            os.write(wfd, str(e.errno).encode())
+            os.write(wfd, b"E%d" % e.errno)
         finally:
             os._exit(127)
     os.close(wfd)
@@ -98,9 +112,21 @@ def spawn(argv, cgroups=None):
             break
         data += chunk
     os.close(rfd)
+    if trampoline is not None and not data.startswith(_DIRECT):
+        os.waitpid(pid, 0)   # the trampoline, gone once it reported; its peak is Python's
+        if len(data) not in (4, 8):
+            return spawn(argv, cgroups)   # it died before it could start the job
+        failed, job = struct.unpack("<Ii", data) if len(data) == 8 \
+            else (0, struct.unpack("<i", data)[0])
+        if job <= 0:
+            return spawn(argv, cgroups)   # the kernel refused the clone: the plain way
+        if not failed:
+            return job
+        pid, data = job, b"E%d" % (failed & 0x7FFFFFFF)
+    data = data[len(_DIRECT):] if data.startswith(_DIRECT) else data
     if data:
         os.waitpid(pid, 0)
-        code = int(data)
+        code = int(data[1:])
         raise StartError(f"{argv[0]}: {os.strerror(code)}", 127 if code == errno.ENOENT else 126)
     return pid
 
@@ -118,7 +144,13 @@ class Supervisor:
         self.status = None       # raw wait status of the command
         self.rusage = None       # the command's own rusage from wait4
         self.leftovers = 0       # processes alive when the command exited
+        self.reaped_maxrss = 0   # largest ru_maxrss (KiB) of the processes reaped here
         self._waitset = set(FORWARDED) | {signal.SIGCHLD}
+
+    def reaped_peak(self):
+        """Bytes: the kernel's resident high-water mark over the job's reaped processes
+        (each counts its own reaped children too)."""
+        return self.reaped_maxrss * 1024
 
     def run(self, clock):
         """Loop until the job is over; `clock()` is monotonic seconds."""
@@ -150,6 +182,7 @@ class Supervisor:
                 return self.status is not None and not self.wait_leftovers
             if pid == self.pid and os.WIFSTOPPED(status):
                 continue
+            self.reaped_maxrss = max(self.reaped_maxrss, ru.ru_maxrss)
             if pid == self.pid:
                 self.status, self.rusage = status, ru
                 self.leftovers = len(_children())

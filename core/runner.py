@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from . import cgroups, launcher
+from . import cgroups, launcher, trampoline
 
 USAGE = "jobmon run [OPTIONS] -- CMD [ARGS...]"
 
@@ -80,24 +80,27 @@ def main(argv):
     cg = cgroups.for_job(args.cgroup, args.cgroup_version, f"jobmon-{os.getpid()}")
     if cg is None and args.cgroup in ("create", "existing"):
         warn(f"no usable cgroup ({args.cgroup}); measuring through /proc")
+    tramp = trampoline.load()
     try:
-        pid = launcher.spawn(args.cmd, cg)
+        pid = launcher.spawn(args.cmd, cg, tramp)
     except launcher.StartError as e:
         if cg:
             cg.remove()
         warn(str(e))
         sys.exit(e.status)
-    job = None
-    try:
-        job = start_session(args, cg, start, t0)
-    except Exception as e:  # monitoring could not start: the command runs all the same
-        warn(f"monitoring disabled: {e}")
-    sup = launcher.Supervisor(pid, on_tick=job and job.tick,
-                              interval=args.interval if job else None,
-                              wait_leftovers=args.wait,
+    finally:
+        if tramp is not None:
+            os.close(tramp)
+    sup = launcher.Supervisor(pid, wait_leftovers=args.wait,
                               on_command_exit=lambda n: n and args.wait and warn(
                                   f"command exited; waiting for {n} process(es) it left "
                                   "running (part of the job's cost; --no-wait ends here)"))
+    job = None
+    try:
+        job = start_session(args, cg, start, t0, sup.reaped_peak)
+        sup.on_tick, sup.interval = job.tick, args.interval
+    except Exception as e:  # monitoring could not start: the command runs all the same
+        warn(f"monitoring disabled: {e}")
     sup.run(time.monotonic)
     if job:
         try:
@@ -109,12 +112,12 @@ def main(argv):
     launcher.exit_like(sup.status)
 
 
-def start_session(args, cg, start, t0):
+def start_session(args, cg, start, t0, kernel_peak):
     from .session import Session, describe_job, open_probe, open_sinks
     probe = open_probe(cg, warn)
     job = describe_job(args.job_id, probe.method, start, args.tags, args.cmd, args.interval)
     session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
-                      args.interval, t0=t0)
+                      args.interval, t0=t0, kernel_peak=kernel_peak)
     if cg is not None and not cg.created:
         session.zero()  # an existing cgroup counts from its own creation
     return session

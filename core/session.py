@@ -5,7 +5,7 @@ and the attach mode for jobs someone else started (watch.py). Standard library o
 """
 import os
 
-from .sampler import Sampler
+from .sampler import Sampler, reaped_peak
 from .summary import exit_fields
 
 
@@ -75,9 +75,11 @@ def open_sinks(store, out, fmt, warn):
 class Session:
     """A job being sampled: tick() while it runs, finish() once it is over."""
 
-    def __init__(self, job, probe, sinks, interval, t0=None, own_process=True):
+    def __init__(self, job, probe, sinks, interval, t0=None, own_process=True,
+                 kernel_peak=reaped_peak):
         self.job = job
-        self.sampler = Sampler(probe, sinks, job, interval, own_process=own_process)
+        self.sampler = Sampler(probe, sinks, job, interval, own_process=own_process,
+                               kernel_peak=kernel_peak)
         if t0 is not None:   # the job started before the sampler was set up
             self.sampler.t0 = self.sampler.last_t = t0
 

@@ -1,8 +1,9 @@
-"""The wrapper process model of DESIGN §3 through the real `jobmon run`: exact exit status,
+"""The wrapper process model through the real `jobmon run`: exact exit status,
 signal forwarding, stdio/cwd/environment untouched, start errors, hostile command lines,
 failing open when monitoring cannot start."""
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -301,3 +302,49 @@ def test_jobmon_usage_errors_exit_2(tmp_path):
     r = subprocess.run([JOBMON, "run"], capture_output=True, timeout=30)
     assert r.returncode == 2
     assert not marker.exists()
+
+
+# --- the job's own memory peak, and its parent ---------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["--cgroup=none", "--cgroup=auto"])
+def test_tiny_job_peak_is_its_own(tmp_path, mode):
+    """A job smaller than jobmon: its resident peak is its own, not that of the copy of
+    jobmon's Python process it was forked from (~9 MiB)."""
+    summary = tmp_path / "s.json"
+    r = run(["cat", "/proc/self/status"], f"--summary={summary}", mode)
+    assert r.returncode == 0, r.stderr
+    hwm = int(re.search(rb"VmHWM:\s+(\d+) kB", r.stdout).group(1)) * 1024
+    peak = json.loads(summary.read_text())["rss_peak_bytes"]
+    # the kernel keeps RSS in per-CPU counters (Linux 6.2+): the high-water mark it
+    # records at exit may differ from the VmHWM the job read by a few dozen pages
+    assert abs(peak - hwm) <= 256 * 1024, (peak, hwm)
+
+
+def test_job_parent_is_jobmon():
+    p = subprocess.Popen([JOBMON, "run", "--store=none", "--", PYTHON, "-c",
+                          "import os; print(os.getppid())"], stdout=subprocess.PIPE)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 0 and int(out) == p.pid
+
+
+@pytest.mark.parametrize("use_trampoline", [True, False])
+def test_spawn_with_and_without_trampoline(tmp_path, use_trampoline):
+    from jobmon import launcher, trampoline
+    tramp = trampoline.load() if use_trampoline else None
+    if use_trampoline and tramp is None:
+        pytest.skip("no exec trampoline on this machine (x86-64 Linux with memfd only)")
+    try:
+        pid = launcher.spawn(["sh", "-c", "exit 7"], None, tramp)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 7
+        garbage = tmp_path / "garbage"
+        garbage.write_bytes(b"\x7fELF\x00\x01garbage")
+        garbage.chmod(0o755)
+        with pytest.raises(launcher.StartError) as e:
+            launcher.spawn([str(garbage)], None, tramp)
+        assert e.value.status == 126
+        with pytest.raises(ChildProcessError):   # nothing left behind to reap
+            os.waitpid(-1, os.WNOHANG)
+    finally:
+        if tramp is not None:
+            os.close(tramp)
