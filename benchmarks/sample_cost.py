@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """CPU cost of one sample: cgroup v1/v2 probes and the procfs probe, against a psutil tree walk.
 
-Runs as root (transient cgroups). For a 1-process and a 1000-process job it times N reads
-of each probe with process_time() (user + kernel CPU of this process: the kernel work of
-generating memory.stat or smaps_rollup is charged to the reader) and prints a markdown table.
+Runs as root (transient cgroups). For a 1-process and a 1000-process job it times the first
+read of each probe (it finds the processes: the procfs probe opens and reads every one) and
+then N reads with process_time() (user + kernel CPU of this process: the kernel work of
+generating memory.stat or smaps_rollup is charged to the reader), back to back or --spaced
+S seconds apart (as a sampler reads: the procfs probe then also spends its PSS budget), and
+prints a markdown table.
 
-    sudo .venv/bin/python benchmarks/sample_cost.py [--reads 200]
+    sudo .venv/bin/python benchmarks/sample_cost.py [--reads 200] [--spaced 1]
 """
 import argparse
 import os
@@ -49,12 +52,40 @@ def wait_for(nprocs, cg):
     raise RuntimeError(f"only {n} of {nprocs} processes started")
 
 
-def cost(read, n):
-    read()  # warm up (first read opens files)
+def cost(read, n, spaced=0.0):
+    """(µs of the first read, µs per read of the n after it)."""
     t0 = time.process_time()
+    read()  # the first read opens files (and, for procfs, reads every process once)
+    first = time.process_time() - t0
+    total = 0.0
     for _ in range(n):
+        time.sleep(spaced)
+        t0 = time.process_time()
         read()
-    return (time.process_time() - t0) / n * 1e6  # µs per read
+        total += time.process_time() - t0
+    return first * 1e6, total / n * 1e6
+
+
+def measure(n, mode, reads, spaced=0.0):
+    """(first read µs, µs per read) of `mode` on an n-process job; None if not here."""
+    cg = None
+    if mode.startswith("cgroup"):
+        cg = cgroups.create(f"jobmon-bench-{os.getpid()}", prefer=int(mode[8]))
+        if cg is None:
+            return None
+    pid = start_job(n, cg)
+    probe = None
+    try:
+        if mode == "psutil walk":
+            read = psutil_walk(pid)
+        else:
+            probe = select(cgroups=cg) if cg else select(root=os.getpid())
+            read = probe.read
+        return cost(read, reads, spaced)
+    finally:
+        if probe is not None:
+            probe.close()
+        kill_tree(pid, cg)
 
 
 def psutil_walk(pid):
@@ -96,32 +127,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reads", type=int, default=200)
     ap.add_argument("--sizes", default="1,1000")
+    ap.add_argument("--spaced", type=float, default=0.0, metavar="S",
+                    help="seconds between reads (default 0: back to back)")
+    ap.add_argument("--modes", default="cgroup-v1,cgroup-v2 (cpu only here),procfs,psutil walk")
     a = ap.parse_args()
     rows = []
     for n in (int(x) for x in a.sizes.split(",")):
-        for mode in ("cgroup-v1", "cgroup-v2 (cpu only here)", "procfs", "psutil walk"):
-            cg = None
-            if mode.startswith("cgroup"):
-                cg = cgroups.create(f"jobmon-bench-{os.getpid()}", prefer=int(mode[8]))
-                if cg is None:
-                    continue
-            pid = start_job(n, cg)
-            try:
-                if mode == "psutil walk":
-                    read = psutil_walk(pid)
-                else:
-                    read = (select(cgroups=cg) if cg else select(root=os.getpid())).read
-                reads = a.reads if n < 100 or mode.startswith("cgroup") else max(a.reads // 10, 10)
-                us = cost(read, reads)
-            finally:
-                kill_tree(pid, cg)
-            rows.append((n, mode, us, us / n))
-            print(f"{n:5d} processes  {mode:26s} {us:10.1f} µs/sample  {us / n:8.2f} µs/process",
-                  file=sys.stderr)
-    print("| processes | probe | µs per sample | µs per process |")
-    print("|---|---|---|---|")
-    for n, mode, us, per in rows:
-        print(f"| {n} | {mode} | {us:.1f} | {per:.2f} |")
+        for mode in a.modes.split(","):
+            reads = a.reads if n < 100 or mode.startswith("cgroup") else max(a.reads // 10, 10)
+            got = measure(n, mode, reads, a.spaced)
+            if got is None:
+                continue
+            first, us = got
+            rows.append((n, mode, first, us, us / n))
+            print(f"{n:5d} processes  {mode:26s} first {first:10.1f} µs  {us:10.1f} µs/sample  "
+                  f"{us / n:8.2f} µs/process", file=sys.stderr)
+    print("| processes | probe | first read µs | µs per sample | µs per process |")
+    print("|---|---|---|---|---|")
+    for n, mode, first, us, per in rows:
+        print(f"| {n} | {mode} | {first:.0f} | {us:.1f} | {per:.2f} |")
 
 
 if __name__ == "__main__":

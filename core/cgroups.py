@@ -2,10 +2,26 @@
 
 Paths always come from /proc/<pid>/cgroup and /proc/self/mountinfo, never from a
 hard-coded layout: HTCondor, Slurm and systemd all nest job cgroups differently.
+
+Where a v2 job cgroup goes (create): cgroup v2 lets a cgroup hand controllers to its children
+only while it holds no processes itself (the root excepted), so a cgroup with processes can
+never get a measured child. jobmon puts the job
+  1. below its own cgroup when that is the root, or already hands out memory;
+  2. below its own cgroup after moving itself into a leaf there, when jobmon is the only
+     process in it (a scheduler's or a delegated job cgroup: the job stays inside it);
+  3. else beside its own cgroup, in the nearest ancestor that hands out memory or can be made
+     to (what systemd-run does for a scope, without asking systemd).
+Only cgroups it may write to count: for root that is every one, for a user the subtree
+delegated to them (systemd's user@.service), so a user gets an exact cgroup where one was
+delegated and procfs elsewhere. Controllers jobmon enables in a shared ancestor stay on (a
+concurrent job may use them, as systemd leaves them on too); those enabled in its own
+cgroup for the leaf move are turned off again when the job's cgroup is removed.
 """
 import os
 
 V1_CONTROLLERS = ("cpuacct", "memory", "pids", "blkio")
+# what a v2 job cgroup is given, most needed first (cpu.stat's usage exists without "cpu")
+V2_CONTROLLERS = ("memory", "pids", "io", "cpu")
 
 
 def parse_proc_cgroup(text):
@@ -68,10 +84,11 @@ def resolve(mounts, paths, key):
 class JobCgroups:
     """The cgroup directories of one job: version 2 or a set of v1 controllers."""
 
-    def __init__(self, version, dirs, created=False):
+    def __init__(self, version, dirs, created=False, undo=None):
         self.version = version   # 1 or 2
         self.dirs = dirs         # v2: {"v2": dir}; v1: {controller: dir}
         self.created = created   # made by jobmon, so jobmon removes it
+        self.undo = undo         # puts back what making it changed (jobmon's leaf move)
 
     def procs_files(self):
         return [os.path.join(d, "cgroup.procs") for d in self.dirs.values()]
@@ -83,25 +100,46 @@ class JobCgroups:
                 fh.write(str(pid or os.getpid()))
 
     def remove(self):
-        """Remove a transient cgroup; leftover tasks are moved to the parent first."""
+        """Remove a transient cgroup; leftover tasks join jobmon's own cgroup first (on v2
+        the parent may hand out controllers, and so may hold no processes)."""
         if not self.created:
             return
-        import time
-        for d in self.dirs.values():
-            parent = os.path.dirname(d)
-            for _ in range(100):  # tasks still exiting keep the cgroup busy for a moment
-                try:
-                    with open(os.path.join(d, "cgroup.procs")) as f:
-                        pids = f.read().split()
-                    for p in pids:
-                        with open(os.path.join(parent, "cgroup.procs"), "w") as f:
-                            f.write(p)
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.01)
+        try:
+            mounts, paths = own()
+        except OSError:
+            mounts, paths = {}, {}   # then the parent, as v1 always allows
+        for key, d in self.dirs.items():
+            _empty_and_remove(d, resolve(mounts, paths, key) or os.path.dirname(d))
+        if self.undo:
+            try:
+                self.undo()
+            except OSError:
+                pass
+
+
+def _empty_and_remove(d, to):
+    import time
+    for _ in range(100):  # tasks still exiting keep the cgroup busy for a moment
+        try:
+            for p in _procs(d):
+                _write(os.path.join(to, "cgroup.procs"), p)
+            os.rmdir(d)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            time.sleep(0.01)
+    return False
+
+
+def _procs(d):
+    with open(os.path.join(d, "cgroup.procs")) as f:
+        return f.read().split()
+
+
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def own(pid="self"):
@@ -131,24 +169,28 @@ def existing(pid="self", prefer=None):
 def for_job(mode, version, name):
     """The cgroups to measure a new job in, or None for procfs.
 
-    mode: auto (a transient cgroup when root, else procfs), create, existing, none;
-    version: 1, 2 or None (v2 where it has memory accounting).
+    mode: auto (a transient cgroup: as root anywhere, as a user in a subtree delegated to
+    them; else procfs), create, existing, none; version: 1, 2 or None (v2 where it has
+    memory accounting).
     """
-    if mode == "none" or (mode == "auto" and os.geteuid() != 0):
+    if mode == "none":
         return None
     try:
         if mode == "existing":
             return existing(prefer=version)
+        if mode == "auto" and os.geteuid() != 0:
+            # v1 is never delegated; v2 only with memory, else procfs measures more
+            return None if version == 1 else _create_v2(*own(), name, forced=False)
         return create(name, prefer=version)
     except OSError:
         return None
 
 
 def create(name, prefer=None):
-    """A transient cgroup below the caller's own, or None if the kernel/permissions refuse.
+    """A transient cgroup for a job, or None if the kernel/permissions refuse.
 
-    v2 is used where the controllers are delegated to us (memory enabled for children);
-    otherwise v1 with cpuacct, memory, pids and blkio, as ARC's job cgroups do.
+    v2 where memory can be had (see the module's notes for where it goes); otherwise v1
+    with cpuacct, memory, pids and blkio, as ARC's job cgroups do.
     """
     mounts, paths = own()
     order = (2, 1) if prefer is None else (prefer,)
@@ -164,16 +206,102 @@ def create(name, prefer=None):
 
 
 def _create_v2(mounts, paths, name, forced):
-    base = resolve(mounts, paths, "v2")
-    if not base:
+    """forced: without memory anywhere, a cgroup below our own all the same (cpu.stat)."""
+    home = resolve(mounts, paths, "v2")
+    if not home:
         return None
-    with open(os.path.join(base, "cgroup.subtree_control")) as f:
-        delegated = f.read().split()
-    if "memory" not in delegated and not forced:
-        return None  # only cpu.stat would work: v1 or procfs measure more
-    d = os.path.join(base, name)
-    os.mkdir(d)
-    return JobCgroups(2, {"v2": d}, created=True)
+    top = os.path.normpath(mounts["v2"][0])
+    undo = None
+    moved = None if home == top else _leaf_move(home, top, name)
+    if moved:
+        parent = home
+        undo = lambda: _leave_leaf(home, *moved)  # noqa: E731
+    else:
+        parent = _nearest_host(home, top)
+    if parent is None:
+        if not forced:
+            return None  # only cpu.stat would work: v1 or procfs measure more
+        parent = home
+    d = os.path.join(parent, name)
+    try:
+        os.mkdir(d)
+    except OSError:
+        if undo:
+            undo()
+        raise
+    return JobCgroups(2, {"v2": d}, created=True, undo=undo)
+
+
+def _hands_out_memory(d, top):
+    """Enable what a job needs for d's children, where the rules let us (d holds no
+    processes, or is the root; memory offered by d's parent, first enabled there if need
+    be). Returns the controllers this call enabled; raises OSError if memory stays off."""
+    have = _words(d, "cgroup.subtree_control")
+    offered = _words(d, "cgroup.controllers")
+    if "memory" not in have and "memory" not in offered and d != top:
+        _hands_out_memory(os.path.dirname(d), top)
+        offered = _words(d, "cgroup.controllers")
+    if "memory" not in have and "memory" not in offered:
+        raise OSError(f"no memory controller to give below {d}")  # and nothing touched
+    enabled = []
+    for c in V2_CONTROLLERS:
+        if c in offered and c not in have:
+            try:
+                _write(os.path.join(d, "cgroup.subtree_control"), "+" + c)
+                enabled.append(c)
+            except OSError:
+                if c == "memory":
+                    raise  # EBUSY: d holds processes; EACCES: not ours
+    return enabled
+
+
+def _words(d, f):
+    with open(os.path.join(d, f)) as fh:
+        return fh.read().split()
+
+
+def _writable(d):
+    return os.access(d, os.W_OK) and os.access(os.path.join(d, "cgroup.procs"), os.W_OK) \
+        and os.access(os.path.join(d, "cgroup.subtree_control"), os.W_OK)
+
+
+def _leaf_move(home, top, name):
+    """Case 2: jobmon alone in `home` moves itself into a leaf there, so `home` may hand
+    out controllers. Returns (leaf, controllers enabled) or None (nothing changed)."""
+    if not _writable(home) or _procs(home) != [str(os.getpid())] \
+            or "memory" not in _words(home, "cgroup.controllers"):
+        return None
+    leaf = os.path.join(home, name + "-monitor")
+    os.mkdir(leaf)
+    try:
+        _write(os.path.join(leaf, "cgroup.procs"), str(os.getpid()))
+        return leaf, _hands_out_memory(home, top)
+    except OSError:
+        _leave_leaf(home, leaf, [])
+        return None
+
+
+def _leave_leaf(home, leaf, enabled):
+    """Back from the leaf: the controllers enabled for it go off, so `home` may hold
+    processes again (jobmon, and any leftovers of the job)."""
+    for c in reversed(enabled):
+        _write(os.path.join(home, "cgroup.subtree_control"), "-" + c)
+    _empty_and_remove(leaf, home)
+
+
+def _nearest_host(home, top):
+    """Case 1 or 3: the nearest cgroup from `home` up that hands out memory, or None."""
+    d = home
+    while _writable(d):
+        try:
+            _hands_out_memory(d, top)
+            return d
+        except OSError:
+            pass
+        if d == top:
+            break
+        d = os.path.dirname(d)
+    return None
 
 
 def _create_v1(mounts, paths, name):

@@ -67,12 +67,15 @@ def find_executable(name, path=None):
                      else f"{name}: no such file or directory", 127)
 
 
-def spawn(argv, cgroups=None, trampoline=None):
+def spawn(argv, cgroups=None, trampoline=None, overhead=None):
     """Start argv as our child; it joins `cgroups` first. Returns the child's pid.
 
     With `trampoline` (a jobmon.trampoline memfd) the forked child execs the trampoline,
     which starts the job as our child with a memory of its own; without it, or if the
-    kernel refuses the trampoline, the forked child execs argv itself.
+    kernel refuses the trampoline, the forked child execs argv itself. The trampoline is
+    jobmon's, not the job's: the CPU it used after joining `cgroups` (all of it without
+    cgroups: it is reaped into our RUSAGE_CHILDREN) goes into `overhead`
+    ({"cpu_user_seconds": s, "cpu_system_seconds": s}), to be taken off the job's.
 
     Raises StartError if the command cannot be started (exit status 126/127 as a shell
     would give). Errors come back through a pipe the job never sees.
@@ -91,7 +94,10 @@ def spawn(argv, cgroups=None, trampoline=None):
             for s in (signal.SIGPIPE, signal.SIGXFSZ):  # Python set these to ignored
                 signal.signal(s, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
-            if trampoline is not None:
+            if trampoline is not None:   # from here on the cgroup counts this process
+                ru = resource.getrusage(resource.RUSAGE_SELF) if cgroups is not None else None
+                os.write(wfd, struct.pack("<dd", ru.ru_utime if ru else 0.0,
+                                          ru.ru_stime if ru else 0.0))
                 os.set_inheritable(wfd, True)
                 try:
                     os.execve(trampoline, ["jobmon-exec", str(wfd), exe] + list(argv),
@@ -112,8 +118,14 @@ def spawn(argv, cgroups=None, trampoline=None):
             break
         data += chunk
     os.close(rfd)
+    joined = struct.unpack("<dd", data[:16]) if trampoline is not None and len(data) >= 16 \
+        else (0.0, 0.0)
+    data = data[16:] if trampoline is not None else data
     if trampoline is not None and not data.startswith(_DIRECT):
-        os.waitpid(pid, 0)   # the trampoline, gone once it reported; its peak is Python's
+        _, _, ru = os.wait4(pid, 0)   # the trampoline, gone once it reported
+        if overhead is not None:
+            overhead["cpu_user_seconds"] = max(ru.ru_utime - joined[0], 0.0)
+            overhead["cpu_system_seconds"] = max(ru.ru_stime - joined[1], 0.0)
         if len(data) not in (4, 8):
             return spawn(argv, cgroups)   # it died before it could start the job
         failed, job = struct.unpack("<Ii", data) if len(data) == 8 \
@@ -158,8 +170,10 @@ class Supervisor:
         next_tick = clock() + min(self.interval, FIRST_SAMPLE) if self.interval else None
         while True:
             timeout = None if next_tick is None else max(next_tick - clock(), 0)
-            info = signal.sigtimedwait(self._waitset, timeout) if timeout is None or timeout > 0 \
-                else None
+            if timeout is None:   # not sampling (monitoring could not start): signals only
+                info = signal.sigwaitinfo(self._waitset)
+            else:
+                info = signal.sigtimedwait(self._waitset, timeout) if timeout > 0 else None
             if info is None:
                 if self.on_tick:
                     self.on_tick()

@@ -31,3 +31,12 @@ def site(influx_server, tmp_path, request):
     s = Site(influx_server, tmp_path, request.node.name)
     yield s
     s.close()
+
+
+# --- Slurm test cluster (tests/slurm): `slurm_cluster` (one real single-node cluster per
+# session, started on first use) and `slurm` (the same, node healthy, jobs cancelled after)
+from slurm.fixture import slurm, slurm_cluster  # noqa: E402,F401
+
+
+# --- Slurm cluster with jobmon's Prolog and Epilog (tests/slurm_site.py): `jobmon_slurm`
+from slurm_site import jobmon_slurm, jobmon_slurm_cluster  # noqa: E402,F401

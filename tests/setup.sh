@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
+# The tests start every daemon they use by hand (InfluxDB, MariaDB, munged, Slurm), with
+# their own config below temp dirs: no package's own service may start while installing.
+# Unless the machine already has a policy-rc.d, one that refuses every start (honoured by
+# invoke-rc.d and deb-systemd-invoke) is in place while this script runs.
+no_start_policy=
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    no_start_policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\n# tests/setup.sh: no service starts while installing\nexit 101\n' > "$no_start_policy"
+    chmod 755 "$no_start_policy"
+    trap 'rm -f "$no_start_policy"' EXIT
+fi
 mapfile -t pkgs < <(grep -v '^\s*#' tests/debian-packages.txt | grep -v '^\s*$')
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -22,3 +33,35 @@ id jobmon-test2 >/dev/null 2>&1 || useradd --system --no-create-home --shell /us
 # the tree must be readable by them (a fresh clone may sit below a private home)
 chmod -R o+rX . 2>/dev/null || true
 d=$(pwd); while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+
+# --- Slurm test cluster (tests/slurm) -----------------------------------------------------
+# Debian's Slurm 22.05, munge and MariaDB. The tests start their own daemons by hand with
+# their own config below a temp dir, so the system's services must not start: the
+# policy-rc.d above keeps them from starting now, and the services of packages installed
+# here are disabled afterwards so a reboot does not start them either.
+mapfile -t slurm_pkgs < <(grep -v '^\s*#' tests/slurm/debian-packages.txt | grep -v '^\s*$')
+slurm_missing=()
+for p in "${slurm_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || slurm_missing+=("$p"); done
+if [ ${#slurm_missing[@]} -gt 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${slurm_missing[@]}" >/dev/null
+    for p in "${slurm_missing[@]}"; do
+        case "$p" in
+            munge|slurmd|slurmctld|slurmdbd) svc=$p ;;
+            mariadb-server) svc=mariadb ;;
+            *) continue ;;
+        esac
+        if [ -d /run/systemd/system ]; then
+            systemctl disable --now --quiet "$svc" 2>/dev/null || true
+        elif [ -x "/etc/init.d/$svc" ]; then
+            update-rc.d "$svc" disable >/dev/null 2>&1 || true
+        fi
+    done
+fi
+
+# --- cgroup v2 guest (tests/guest) ---------------------------------------------------------
+# virtme-ng boots a QEMU guest with pure cgroup v2 from this machine's root filesystem; its
+# Debian parts (qemu-system-x86, linux-image-amd64, busybox-static, e2fsprogs) are listed in
+# debian-packages.txt. It goes into the project's .venv, where tests/guest finds `vng`.
+.venv/bin/vng --version >/dev/null 2>&1 \
+    || .venv/bin/pip install -q --disable-pip-version-check 'virtme-ng==1.42'

@@ -410,7 +410,7 @@ def test_query_list_json_csv(tmp_path):
     rep = json.loads(q.stdout)
     assert rep["summary"]["samples"] == len(rep["samples"]) == s["samples"] >= 3
     assert rep["summary"]["cpu_user_seconds"] == s["cpu_user_seconds"]
-    c = jobmon("query", "q1", "--csv", f"--store={store}", env=env)
+    c = jobmon("query", "q1", "--csv", "--samples", f"--store={store}", env=env)
     assert c.returncode == 0, c.stderr
     rows = list(csv.DictReader(io.StringIO(c.stdout)))
     assert len(rows) == s["samples"]

@@ -23,12 +23,24 @@ class Probe:
         """Pids of the job's live processes."""
         raise NotImplementedError
 
+    def limits(self):
+        """What the kernel holds the job to: {"cores": n} when its processes may run on
+        fewer CPUs than the node has (a cpuset, taskset); cgroup probes add their CPU quota
+        and memory limit ({"memory_bytes": n}). Read while the job runs."""
+        from ..efficiency import affinity_cores
+        try:
+            cores = affinity_cores(self.pids())
+        except OSError:
+            cores = None
+        return {} if cores is None else {"cores": cores}
+
     def close(self):
         pass
 
 
-def select(pid=None, cgroups=None, root=None, include_root=False):
-    """The probe for a job: its cgroups if given, else a procfs walk from `root`."""
+def select(pid=None, cgroups=None, root=None, include_root=False, command=None):
+    """The probe for a job: its cgroups if given, else a procfs walk from `root` (command:
+    the pid jobmon started, when root is jobmon)."""
     if cgroups is not None:
         if cgroups.version == 2:
             from .cgroup_v2 import CgroupV2Probe
@@ -36,18 +48,44 @@ def select(pid=None, cgroups=None, root=None, include_root=False):
         from .cgroup_v1 import CgroupV1Probe
         return CgroupV1Probe(cgroups)
     from .procfs import ProcfsProbe
-    return ProcfsProbe(root or pid or os.getpid(), include_root=include_root)
+    return ProcfsProbe(root or pid or os.getpid(), include_root=include_root, command=command)
 
 
-def with_gpus(probe, warn):
-    """probe plus the GPU fields when this node has an NVIDIA driver (and JOBMON_GPU is not
-    "off"). Without its device node nothing is loaded: ctypes and libnvidia-ml cost memory
-    in every job. If NVML fails, warn(message) and the job is measured without GPUs."""
-    if os.environ.get("JOBMON_GPU") == "off" or not os.path.exists("/dev/nvidiactl"):
+# where the node's GPU reader publishes (jobmon.probes.gpu_published reads it; importing
+# that, and json with it, costs ~1 MiB of the job's memory, so only where the dir exists)
+GPU_DIR = "/run/jobmon-gpu"
+
+
+def with_gpus(probe, warn, environ=os.environ):
+    """probe plus the GPU fields of the job's GPUs. JOBMON_GPU says where they come from:
+    "auto" (default): the node's GPU reader (`jobmon gpu-reader`) where its directory
+    ($JOBMON_GPU_DIR, /run/jobmon-gpu) exists, else none; "node": the reader or a warning;
+    "nvml": NVML loaded in this process where the node has an NVIDIA driver (~19 MiB of
+    the job's memory); "off". If the source fails, warn(message): no GPU fields."""
+    mode = environ.get("JOBMON_GPU", "auto")
+    if mode == "off":
         return probe
-    try:
-        from .nvml import gpu_probe
-        return gpu_probe(probe)
-    except Exception as e:
-        warn(f"no GPU metrics: {e}")
+    if mode == "nvml":
+        if not os.path.exists("/dev/nvidiactl"):   # no driver: nothing to load
+            return probe
+        try:
+            from .nvml import gpu_probe
+            return gpu_probe(probe, environ)
+        except Exception as e:
+            warn(f"no GPU metrics: {e}")
+            return probe
+    if mode not in ("auto", "node"):
+        warn(f"JOBMON_GPU={mode!r} is none of auto, node, nvml, off: no GPU metrics")
         return probe
+    directory = environ.get("JOBMON_GPU_DIR") or GPU_DIR
+    if os.path.isdir(directory):
+        try:
+            from .gpu_node import node_probe
+            return node_probe(probe, directory, warn, environ)
+        except Exception as e:
+            warn(f"no GPU metrics: GPU reader's directory {directory} refused: {e}")
+            return probe
+    if mode == "node" or os.path.exists("/dev/nvidiactl"):
+        warn(f"no GPU metrics: no GPU reader on this node ({directory} is missing; start "
+             "`jobmon gpu-reader`, or set JOBMON_GPU=nvml to load NVML in the job)")
+    return probe

@@ -1,7 +1,45 @@
 """What the cgroup v1 and v2 probes share: counting a job's processes across its cgroups."""
 import os
 
-from .files import read_all, reader
+from .files import read_all, read_once, reader
+
+
+def cgroup_limits(base, memory_file, quota_file, period_file=None):
+    """base limits() plus the cgroup's memory limit and CPU quota, where set (v2: memory.max
+    and cpu.max "QUOTA PERIOD"; v1: memory.limit_in_bytes, cpu.cfs_quota_us/_period_us)."""
+    from ..efficiency import cgroup_cpu_quota, cgroup_memory_limit
+    out = dict(base)
+    try:
+        mem = cgroup_memory_limit(read_once(memory_file).decode())
+        if mem is not None:
+            out["memory_bytes"] = mem
+    except (OSError, ValueError):
+        pass
+    try:
+        if period_file:
+            quota = cgroup_cpu_quota(read_once(quota_file), read_once(period_file))
+        else:
+            quota = cgroup_cpu_quota(*(read_once(quota_file).split() + [b"0"])[:2])
+        if quota is not None:
+            out["cores"] = min(quota, out.get("cores", quota))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+class SteadyCpu:
+    """The kernel's exact CPU total, split into user and system by coarser counters: the
+    split drifts from read to read, so neither part is let go back (the total stays)."""
+
+    def __init__(self):
+        self.user = self.system = 0.0
+
+    def __call__(self, out):
+        total = out["cpu_user_seconds"] + out["cpu_system_seconds"]
+        user = max(min(out["cpu_user_seconds"], total - self.system), self.user)
+        self.user, self.system = user, max(total - user, self.system)
+        out["cpu_user_seconds"], out["cpu_system_seconds"] = self.user, self.system
+        return out
 
 
 class Counter:
@@ -35,6 +73,11 @@ class Counter:
                 pass
         if self.tasks is not None:
             threads = int(self.tasks.read())
+            if threads > procs:   # pids.current counts zombies too, cgroup.procs does not
+                try:
+                    threads = read_all(os.path.join(self.d, self.threads_file)).count(b"\n")
+                except OSError:
+                    pass
         return procs, threads
 
     def pids(self):

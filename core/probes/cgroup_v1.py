@@ -2,7 +2,7 @@
 import os
 
 from . import Probe
-from .cgroup import Counter
+from .cgroup import Counter, SteadyCpu, cgroup_limits
 from .files import keyed, reader
 
 _MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap"}
@@ -65,11 +65,12 @@ class CgroupV1Probe(Probe):
         self.pids_peak = pids and reader(os.path.join(pids, "pids.peak"))
         self.counter = Counter(d.get("pids") or acct, "cgroup.procs", "tasks",
                                nested=not cgroups.created)
+        self.steady = SteadyCpu()
 
     def read(self, final=False):
-        out = split_cpu(int(self.usage.read()),
-                        int(self.usage_user.read()) if self.usage_user else 0,
-                        int(self.usage_sys.read()) if self.usage_sys else 0)
+        out = self.steady(split_cpu(int(self.usage.read()),
+                                    int(self.usage_user.read()) if self.usage_user else 0,
+                                    int(self.usage_sys.read()) if self.usage_sys else 0))
         if self.mem_stat:
             out.update(parse_memory_stat(self.mem_stat.read()))
         if self.mem_peak:
@@ -82,6 +83,13 @@ class CgroupV1Probe(Probe):
     def tasks_peak(self):
         """Kernel high-water mark of the job's tasks (threads), where the pids controller has one."""
         return int(self.pids_peak.read()) if self.pids_peak else None
+
+    def limits(self):
+        d = self.cg.dirs
+        cpu = d.get("cpuacct")   # mounted as "cpu,cpuacct" almost everywhere
+        return cgroup_limits(super().limits(), os.path.join(d["memory"], "memory.limit_in_bytes"),
+                             os.path.join(cpu, "cpu.cfs_quota_us"),
+                             os.path.join(cpu, "cpu.cfs_period_us"))
 
     def pids(self):
         return self.counter.pids()

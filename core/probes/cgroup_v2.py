@@ -6,7 +6,7 @@ those controllers are enabled, so each is optional.
 import os
 
 from . import Probe
-from .cgroup import Counter
+from .cgroup import Counter, SteadyCpu, cgroup_limits
 from .files import keyed, reader
 
 _CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
@@ -59,9 +59,10 @@ class CgroupV2Probe(Probe):
         self.pids_peak = reader(os.path.join(d, "pids.peak"))
         self.events = reader(os.path.join(d, "cgroup.events"))
         self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
+        self.steady = SteadyCpu()
 
     def read(self, final=False):
-        out = parse_cpu_stat(self.cpu.read())
+        out = self.steady(parse_cpu_stat(self.cpu.read()))
         if self.mem_stat:
             out.update(parse_memory_stat(self.mem_stat.read()))
         if self.mem_peak:
@@ -75,6 +76,10 @@ class CgroupV2Probe(Probe):
 
     def tasks_peak(self):
         return int(self.pids_peak.read()) if self.pids_peak else None
+
+    def limits(self):
+        return cgroup_limits(super().limits(), os.path.join(self.dir, "memory.max"),
+                             os.path.join(self.dir, "cpu.max"))
 
     def pids(self):
         return self.counter.pids()

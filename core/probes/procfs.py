@@ -1,184 +1,328 @@
-"""procfs probe: walk the job's process tree in /proc.
+"""procfs probe: the job's process tree in /proc, cheap enough for 1000 processes.
 
 Used where no cgroup of the job can be read. The tree is everything below `root`
 (jobmon itself, a child subreaper, so orphaned daemons stay below it). What exited
 processes used is not lost: their parents hold it (cutime/cstime in stat, reaped
 children's counters in /proc/<pid>/io), and for processes reaped by jobmon itself the
 kernel keeps it in jobmon's RUSAGE_CHILDREN and in /proc/self/io.
+
+What a sample costs, and why it stays exact:
+- A process that has not run since the last sample cannot have changed its CPU time, I/O,
+  threads, children or resident pages. Its run time in ns (schedstat, one pread of a file
+  kept open, ~1 µs) says whether it ran; only then are stat, children and io re-read, and
+  the job's totals corrected by what changed. A process that exited is seen at once: its
+  kept-open file answers ESRCH.
+- PSS (smaps_rollup, a page-table walk of 35-100 µs) keeps the pages forked workers share
+  from counting once per worker. It is re-read within a CPU budget (`pss_share` of a core),
+  where the estimate may be most wrong first; in between, a process's PSS moves with its
+  RSS, faults and fork family (Proc.estimate), and one never read counts as the median of
+  its siblings that were. A lone process shares nothing within the job: its RSS counters
+  (status) are read instead.
 """
 import os
 import resource
 
 from . import Probe
-from .files import PROC, read_all, read_once
+from .files import (PROC, TICK, io_fields, parse_io, parse_pss,  # noqa: F401
+                    parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
+                    read_once, reaped_io, stat_fields)
+from .pss import PSS_SHARE, ZOMBIE, Proc, PssBook
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def parse_stat(data):
-    """/proc/<pid>/stat -> (ppid, state, cpu user s, cpu sys s incl. reaped children, threads).
-
-    The command name may hold spaces and parentheses: split after the last ')'.
-    """
-    f = data[data.rindex(b")") + 2:].split()
-    return (int(f[1]), f[0],
-            (int(f[11]) + int(f[13])) / TICK, (int(f[12]) + int(f[14])) / TICK,
-            int(f[17]))
-
-
-def parse_io(data):
-    """/proc/<pid>/io -> {rchar_bytes, wchar_bytes, read_bytes, write_bytes}."""
-    out = {}
-    for line in data.split(b"\n"):
-        k, _, v = line.partition(b": ")
-        if k == b"rchar":
-            out["rchar_bytes"] = int(v)
-        elif k == b"wchar":
-            out["wchar_bytes"] = int(v)
-        elif k == b"read_bytes":
-            out["read_bytes"] = int(v)
-        elif k == b"write_bytes":
-            out["write_bytes"] = int(v)
-        elif k == b"cancelled_write_bytes":  # truncated before writeback: never written
-            out["write_bytes"] = out.get("write_bytes", 0) - int(v)
-    return out
-
-
-def parse_smaps_rollup(data):
-    """/proc/<pid>/smaps_rollup -> (resident, file, swap) in bytes, proportional (PSS).
-
-    Pss_Anon/Pss_Shmem/Pss_File exist since Linux 5.9; before that all of Pss is resident.
-    """
-    v = {}
-    for line in data.split(b"\n"):
-        k, _, rest = line.partition(b":")
-        if k in (b"Pss", b"Pss_Anon", b"Pss_Shmem", b"Pss_File", b"SwapPss"):
-            v[k] = int(rest.split()[0]) * 1024
-    if b"Pss_Anon" in v:
-        resident = v[b"Pss_Anon"] + v.get(b"Pss_Shmem", 0)
-        return resident, v.get(b"Pss_File", 0), v.get(b"SwapPss", 0)
-    return v.get(b"Pss", 0), 0, v.get(b"SwapPss", 0)
-
-
-def parse_status(data):
-    """/proc/<pid>/status -> (resident, file, swap) in bytes from the kernel's RSS counters."""
-    v = {}
-    for line in data.split(b"\n"):
-        k, _, rest = line.partition(b":")
-        if k in (b"RssAnon", b"RssFile", b"RssShmem", b"VmSwap"):
-            v[k] = int(rest.split()[0]) * 1024
-    return v.get(b"RssAnon", 0) + v.get(b"RssShmem", 0), v.get(b"RssFile", 0), v.get(b"VmSwap", 0)
-
-
-def reaped_io():
-    """Counters of the children this process has reaped: /proc/self/io minus our own thread's."""
-    whole = parse_io(read_once(b"/proc/self/io"))
-    mine = parse_io(read_once(b"/proc/self/task/%d/io" % os.getpid()))
-    return {k: whole.get(k, 0) - mine.get(k, 0) for k in whole}
+NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes", "read_bytes",
+         "write_bytes", "procs", "threads", "mem_resident_bytes", "mem_cache_bytes",
+         "mem_swap_bytes")
 
 
 class ProcfsProbe(Probe):
     method = "procfs"
 
-    def __init__(self, root, include_root=False):
+    def __init__(self, root, include_root=False, proc=PROC, command=None, pss_share=PSS_SHARE):
+        """root: top of the tree; include_root: measure root too (always when root is not
+        this process); proc: where procfs is (a recorded tree in tests); command: the pid
+        jobmon forked, so any other child of root is an orphan it adopted; pss_share: the
+        share of a core PSS walks may take (None: every process at every sample)."""
         self.root = root
         # without the root, the root must be jobmon itself: it reaps the orphans
         self.include_root = include_root or root != os.getpid()
-        self.tree = set()      # live descendants of root
-        self.foreign = set()   # pids seen in /proc that are not ours (skipped next time)
-        if not os.path.isdir(f"/proc/{root}"):
-            raise OSError(f"/proc/{root} not readable")
+        self.proc = os.fsencode(proc)
+        self.command = command
+        self.pss = PssBook(pss_share)
+        self.procs = {}          # pid -> Proc: the tree as of the last walk
+        self.top = ()            # root's children
+        self.sums = [0] * 11     # the tree's totals, in NAMES order (CPU in ticks)
+        self.regrouped = set()   # pids whose children changed since the last read
+        self.moved = False       # a process's children changed in this walk
+        self.orphans = []        # children of processes that died: where did they go?
+        self.foreign = set()     # pids in /proc that are not ours (scan mode)
+        self.judged = set()      # adopted orphans already looked at (_judge_orphans)
+        self.tasks_seen = 0      # tasks known to have lived at once
+        try:   # run times in schedstat (we are running: ours is not 0)
+            self.has_schedstat = not read_once(b"/proc/thread-self/schedstat").startswith(b"0 ")
+        except OSError:
+            self.has_schedstat = False
+        self.nopen = 0
+        if not os.path.isdir(self._dir(root)):
+            raise OSError(f"{self._dir(root).decode()} not readable")
         # CONFIG_PROC_CHILDREN: walk down from the root instead of listing all of /proc
-        self.has_children = os.path.exists(f"/proc/{root}/task/{root}/children")
+        self.has_children = os.path.exists(self._dir(root) + b"task/%d/children" % root)
+        self.open_max = self._open_max()
 
-    def _walk(self):
-        """{pid: stat} of the tree, following each thread's children list."""
-        stats, frontier = {}, [self.root]
-        while frontier:
-            pid = frontier.pop()
+    def _dir(self, pid):
+        return b"%s/%d/" % (self.proc, pid)
+
+    def _open_max(self):
+        """How many schedstat files may stay open. In jobmon's own process the soft limit
+        is raised to the hard one (the job, started before, keeps its own)."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if not self.include_root and soft != resource.RLIM_INFINITY:
+            want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
             try:
-                tids = os.listdir(b"/proc/%d/task" % pid)
+                if want > soft:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+                    soft = want
+            except (ValueError, OSError):
+                pass
+        return max(soft // (2 if not self.include_root else 4) - 64, 0)
+
+    # --- one process -----------------------------------------------------------------------
+
+    def _count(self, p, sign):
+        """Add (1) or take away (-1) what p contributes to the totals."""
+        s = self.sums
+        s[0] += sign * p.user
+        s[1] += sign * p.system
+        if p.io is not None:
+            s[2] += sign * p.io[0]
+            s[3] += sign * p.io[1]
+            s[4] += sign * p.io[2]
+            s[5] += sign * p.io[3]
+        if p.state not in ZOMBIE:
+            s[6] += sign
+            s[7] += sign * p.threads
+            if p.mem is not None:
+                s[8] += sign * p.mem[0]
+                s[9] += sign * p.mem[1]
+                s[10] += sign * p.mem[2]
+
+    def _kids(self, pid, threads, scan):
+        """Children of every thread of `pid` (threads 1: only the main one can have any)."""
+        if scan is not None:
+            return scan.get(pid, ())
+        d = self._dir(pid)
+        if threads == 1:
+            return tuple(map(int, read_all(b"%stask/%d/children" % (d, pid)).split()))
+        kids = []
+        for tid in os.listdir(d + b"task"):
+            try:
+                kids += read_all(d + b"task/" + tid + b"/children").split()
             except OSError:
-                continue
-            for tid in tids:
-                try:
-                    kids = read_all(b"/proc/%d/task/%s/children" % (pid, tid)).split()
-                except OSError:
-                    continue
-                for k in kids:
-                    k = int(k)
-                    try:
-                        stats[k] = parse_stat(read_once(b"/proc/%d/stat" % k))
-                    except (OSError, ValueError, IndexError):
-                        continue
-                    frontier.append(k)
-        self.tree = set(stats)
-        return stats
+                pass
+        return tuple(map(int, kids))
 
-    def _scan(self):
-        """Update self.tree from one listing of /proc; returns {pid: stat fields}."""
-        if self.has_children:
-            return self._walk()
-        listing = {int(n) for n in os.listdir(b"/proc") if n.isdigit()}
-        self.foreign &= listing
-        stats, parent = {}, {}
-        for pid in listing - self.foreign:
-            if pid == self.root:
-                continue
+    def _full(self, p, scan):
+        """Re-read a process that ran (or is new); False if it is gone."""
+        try:
+            f = stat_fields(read_once(p.dir + b"stat"))
+        except (OSError, ValueError, IndexError):
+            return False
+        if p.start is not None and f[6] != p.start:
+            return False                 # the pid now belongs to another process
+        if p.counted:
+            self._count(p, -1)
+        was_live = p.state not in ZOMBIE
+        p.state, p.ppid, p.minflt, p.user, p.system, p.threads, p.start, p.rss = f
+        p.mem = None
+        live = p.state not in ZOMBIE
+        if was_live and not live:
+            self.regrouped.add(p.ppid)   # (its siblings share their pages with one less)
+            self.orphans += p.kids       # re-parented when it died: maybe inside the tree
+        kids = ()
+        if live:   # a zombie's children went to a subreaper when it died
             try:
-                st = parse_stat(read_once(b"/proc/%d/stat" % pid))
-            except (OSError, ValueError, IndexError):
-                continue  # exited between listing and reading
-            stats[pid] = st
-            parent[pid] = st[0]
-        ours = {}
-
-        def is_ours(pid, depth=0):
-            if pid in ours:
-                return ours[pid]
-            pp = parent.get(pid)
-            res = pp == self.root or (pp is not None and depth < 64 and is_ours(pp, depth + 1))
-            ours[pid] = res
-            return res
-
-        for pid in parent:
-            is_ours(pid)
-        self.tree = {p for p, mine in ours.items() if mine}
-        self.foreign |= {p for p, mine in ours.items() if not mine}
-        return {p: stats[p] for p in self.tree}
-
-    def read(self, final=False):
-        stats = self._scan()
-        if self.include_root:
+                kids = self._kids(p.pid, p.threads, scan)
+            except (OSError, ValueError):
+                pass
+        if kids != p.kids:
+            self.regrouped.add(p.pid)    # (its children's fork family changed)
+            self.moved = True
+            p.forked = p.forked or not set(kids) <= set(p.kids)
+            p.kids = kids
+        try:
+            p.io = io_fields(read_once(p.dir + b"io"))
+        except (OSError, ValueError, IndexError):
+            pass                         # not ours to read (setuid): counted without its I/O
+        if live and p.pss is not None:
             try:
-                stats[self.root] = parse_stat(read_once(b"/proc/%d/stat" % self.root))
+                p.statm = parse_statm(read_once(p.dir + b"statm"))
             except (OSError, ValueError, IndexError):
                 pass
-        out = dict.fromkeys(("cpu_user_seconds", "cpu_system_seconds", "procs", "threads",
-                             "mem_resident_bytes", "mem_cache_bytes", "mem_swap_bytes",
-                             "rchar_bytes", "wchar_bytes", "read_bytes", "write_bytes"), 0)
-        live = sum(1 for st in stats.values() if st[1] not in (b"Z", b"X"))
-        # PSS keeps pages shared by forked workers from counting twice; a lone process
-        # shares with no one, and its RSS counters cost a tenth of the PSS page walk
-        mem_file, mem_parse = (b"/proc/%d/status", parse_status) if live == 1 else \
-            (b"/proc/%d/smaps_rollup", parse_smaps_rollup)
-        for pid, (_, state, user, system, nthr) in stats.items():
-            out["cpu_user_seconds"] += user
-            out["cpu_system_seconds"] += system
-            if state in (b"Z", b"X"):
-                continue  # exited, not yet reaped: CPU counted above, nothing else left
+        if p.counted:
+            self._count(p, 1)
+        if live:   # its estimate is to be redone, and its PSS may be off (see PssBook)
+            self.pss.stale.add(p.pid)
+            if p.pss_at is not None and p.minflt != p.pss_minflt:
+                self.pss.faulted.add(p.pid)
+        return True
+
+    def _new(self, pid, scan):
+        """A process first seen; None if it is gone already."""
+        p = Proc(pid, self._dir(pid))
+        if scan is None and self.has_schedstat:
             try:
-                r, f, w = mem_parse(read_once(mem_file % pid))
-                io = parse_io(read_once(b"/proc/%d/io" % pid))
+                if self.nopen < self.open_max:
+                    p.fd = os.open(p.dir + b"schedstat", os.O_RDONLY | os.O_CLOEXEC)
+                    self.nopen += 1
+                    p.sched = os.pread(p.fd, 64, 0)
+                else:
+                    p.sched = read_once(p.dir + b"schedstat")
+            except OSError:
+                pass
+        if not self._full(p, scan):
+            self._forget(p)
+            return None
+        self.pss.came(p)
+        return p
+
+    def _forget(self, p):
+        if p.counted:
+            self._count(p, -1)
+            p.counted = False
+        if p.fd >= 0:
+            os.close(p.fd)
+            p.fd = -1
+            self.nopen -= 1
+        self.pss.went(p)
+
+    def _changed(self, scan):
+        """The known processes that may have changed since the last walk, and those gone.
+
+        One that has not run cannot have changed (a single-threaded one: the leader's run
+        time misses other threads'); one that is gone has a schedstat that says ESRCH."""
+        if scan is not None or not self.has_schedstat:
+            return list(self.procs.values()), []
+        ran, gone, pread = [], [], os.pread
+        for p in self.procs.values():
+            if p.threads == 1:
+                try:
+                    now = pread(p.fd, 64, 0) if p.fd >= 0 else read_once(p.dir + b"schedstat")
+                except OSError:
+                    gone.append(p)
+                    continue
+                if now == p.sched:
+                    continue
+                p.sched = now
+            ran.append(p)
+        return ran, gone
+
+    # --- the tree --------------------------------------------------------------------------
+
+    def _scan(self):
+        """{pid: children} from one listing of /proc (kernels without CONFIG_PROC_CHILDREN)."""
+        listing = {int(n) for n in os.listdir(self.proc) if n.isdigit()}
+        self.foreign &= listing
+        kids = {}
+        for pid in listing - self.foreign:
+            try:
+                kids.setdefault(stat_fields(read_once(self._dir(pid) + b"stat"))[1], []).append(pid)
             except (OSError, ValueError, IndexError):
-                continue  # gone meanwhile, or not ours to read (setuid)
-            out["procs"] += 1
-            out["threads"] += nthr
-            out["mem_resident_bytes"] += r
-            out["mem_cache_bytes"] += f
-            out["mem_swap_bytes"] += w
-            for k, v in io.items():
-                out[k] += v
+                continue                 # exited between listing and reading
+        ours, todo = {self.root}, [self.root]
+        while todo:
+            for k in kids.get(todo.pop(), ()):
+                if k not in ours:
+                    ours.add(k)
+                    todo.append(k)
+        self.foreign |= (listing - self.foreign) - ours
+        return {pid: tuple(k) for pid, k in kids.items() if pid in ours}
+
+    def _walk(self):
+        """Bring the tree below root up to date: {pid: Proc}."""
+        scan = None if self.has_children else self._scan()
+        old, self.moved = self.procs, False
+        top = () if self.include_root else self._kids(self.root, 0, scan)
+        if top != self.top:
+            self.regrouped.add(self.root)
+            self.moved, self.top = True, top
+        ran, gone = self._changed(scan)
+        for p in ran:
+            if not self._full(p, scan):
+                gone.append(p)
+        # who reaped one that went holds its CPU and I/O now, but may have been read before
+        for pid in {p.ppid for p in gone} - {p.pid for p in gone}:
+            p = old.get(pid)
+            if p is not None and not self._full(p, scan):
+                gone.append(p)
+        if gone or self.moved or self.orphans or not old:
+            self._rebuild(old, gone, scan)
+        if self.command is not None and not self.include_root and self.root in self.regrouped:
+            self._judge_orphans()
+        return self.procs
+
+    def _rebuild(self, old, gone, scan):
+        """The tree again from root, after processes came, went or moved."""
+        for p in gone:
+            self._forget(p)
+        dead = {p.pid for p in gone}
+        tree = {}
+        todo = [self.root] if self.include_root else list(self.top)
+        adopted = [k for p in gone for k in p.kids] + self.orphans   # re-parented: maybe
+        self.orphans = []                                               # inside the tree
+        while todo or adopted:
+            if not todo:                 # (a subreaper of the job, or a sibling thread)
+                p = old.get(adopted.pop())
+                if p is not None and p.pid not in dead and p.pid not in tree \
+                        and self._full(p, scan) and p.ppid in tree:
+                    tree[p.ppid].kids += (p.pid,)
+                    self.regrouped.add(p.ppid)
+                    todo.append(p.pid)
+                continue
+            pid = todo.pop()
+            if pid in tree:
+                continue
+            p = old.get(pid)
+            if p is None or pid in dead:  # new (or a new process that got a dead one's pid)
+                p = self._new(pid, scan)
+                if p is None:
+                    continue
+                p.counted = True
+                self._count(p, 1)
+            tree[pid] = p
+            todo += p.kids
+        for pid, p in old.items():
+            if pid not in tree and pid not in dead:   # left the tree (adopted outside)
+                self._forget(p)
+        self.procs = tree
+
+    def _judge_orphans(self):
+        """Tasks that lived at once though no sample saw them together. jobmon forked only
+        the command: any other child of it is an orphan it adopted, whose parent was alive
+        when it forked it and is dead now. So at its birth lived: the orphan, its parent,
+        and every process still alive that was born in an earlier clock tick."""
+        tree = self.procs
+        for pid in self.top:
+            if pid == self.command or pid in self.judged or pid not in tree:
+                continue
+            self.judged.add(pid)
+            born = tree[pid].start
+            older = sum(1 for p in tree.values() if p.start < born and p.state not in ZOMBIE)
+            self.tasks_seen = max(self.tasks_seen, older + 2)
+        self.judged &= tree.keys()
+
+    def tasks_peak(self):
+        """Tasks known to have lived at once though no sample saw them (None: none such)."""
+        return self.tasks_seen or None
+
+    # --- one sample ------------------------------------------------------------------------
+
+    def read(self, final=False):
+        self._walk()
+        s = self.sums
+        out = dict(zip(NAMES, s))
+        out["cpu_user_seconds"], out["cpu_system_seconds"] = s[0] / TICK, s[1] / TICK
+        mem = self._memory()
+        self.regrouped = set()   # (walks for pids() or alive() add to it till then)
+        if mem is not None:
+            out["mem_resident_bytes"], out["mem_cache_bytes"], out["mem_swap_bytes"] = mem
         if not self.include_root:
             # what jobmon (the root) reaped: exact CPU from the kernel, I/O from /proc/self/io
             ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -191,10 +335,27 @@ class ProcfsProbe(Probe):
                 pass
         return out
 
+    def _memory(self):
+        """(resident, cache, swap) of the live processes."""
+        if self.sums[6] < 2:   # one process shares nothing within the job: its RSS, ~4 µs
+            for p in self.procs.values():
+                if p.state not in ZOMBIE:
+                    try:
+                        return parse_status(read_once(p.dir + b"status"))
+                    except (OSError, ValueError, IndexError):
+                        return None
+            return 0, 0, 0
+        self.pss.update(self.procs, self.top, self.regrouped, self.sums)
+        return self.sums[8:11]
+
     def pids(self):
-        self._scan()
-        return sorted(self.tree)
+        return sorted(p.pid for p in self._walk().values() if p.state not in ZOMBIE)
 
     def alive(self):
-        self._scan()
-        return bool(self.tree)
+        self._walk()
+        return self.sums[6] > 0
+
+    def close(self):
+        for p in self.procs.values():
+            self._forget(p)
+        self.procs = {}

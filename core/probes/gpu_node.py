@@ -1,0 +1,264 @@
+"""GPU metrics from the node's GPU reader (`jobmon gpu-reader`, jobmon.gpu), without NVML in
+the job: the reader, one per node outside the jobs' cgroups, publishes what NVML says into
+a file (probes/gpu_published.py); the job's sampler reads it -- one open, fstat and read
+per sample, standard library only -- and keeps what is the job's. docs/gpu.md.
+"""
+import os
+import time
+
+from .gpu_published import (MAX_AGE_PERIODS, PidMatcher, Published, Untrusted, job_devices,
+                            usable)
+
+
+# --- energy: the job's share of each GPU's counter ---
+
+def interpolate(readings, t):
+    """A counter's value at t from [(time, value)] readings either side of t, else None."""
+    lo = hi = None
+    for r in readings:
+        if r[0] <= t and (lo is None or r[0] > lo[0]):
+            lo = r
+        if r[0] >= t and (hi is None or r[0] < hi[0]):
+            hi = r
+    if lo is None or hi is None:
+        return None
+    if hi[0] == lo[0]:
+        return lo[1]
+    return lo[1] + (hi[1] - lo[1]) * (t - lo[0]) / (hi[0] - lo[0])
+
+
+class Energy:
+    """The reader reads each GPU's energy counter (mJ since the driver loaded) at every
+    refresh and publishes that reading and the one before, each with its monotonic time.
+    The counter's value at the job's start (and at its end) is interpolated between the
+    readings either side of that instant; samples in between give it at the latest
+    reading. No reading before the start (the reader was down): no energy for this job."""
+
+    def __init__(self, uuids, t0):
+        self.t0 = t0
+        self.readings = {u: [] for u in uuids}
+        self.base = None
+        self.lost = None      # why the job gets no energy, once it is known
+
+    def feed(self, gpus):
+        """gpus: {uuid: published GPU} of a fresh snapshot."""
+        if self.lost:
+            return
+        for u, rs in self.readings.items():
+            g = gpus.get(u) or {}
+            for r in (g.get("energy_prev"), g.get("energy")):
+                if not r or (rs and r[0] <= rs[-1][0]):
+                    continue
+                if rs and r[1] < rs[-1][1]:
+                    self.lost = "a GPU's energy counter went back (driver reloaded)"
+                    return
+                if self.base is None and r[0] > self.t0 and not any(x[0] <= self.t0 for x in rs):
+                    self.lost = "no energy reading from before the job started"
+                    return
+                rs.append((r[0], r[1]))
+            if self.base is not None:
+                del rs[:-3]
+        if self.base is None:
+            base = {u: interpolate(rs, self.t0) for u, rs in self.readings.items()}
+            if None not in base.values():
+                self.base = base
+
+    def joules(self, t=None):
+        """Energy from the start to t (None: to the latest reading), or None."""
+        if self.lost or self.base is None:
+            return None
+        total = 0.0
+        for u, rs in self.readings.items():
+            v = rs[-1][1] if t is None else interpolate(rs, t)
+            if v is None:
+                return None
+            total += v - self.base[u]
+        return round(total / 1000, 3)
+
+    def covers(self, t):
+        """True once every GPU has a reading at or after t."""
+        return all(rs and rs[-1][0] >= t for rs in self.readings.values())
+
+
+class View:
+    """What a job needs of one snapshot, worked out once per snapshot: its devices'
+    utilization, the GPU processes on them, and whether one of them is gone."""
+
+    __slots__ = ("util", "procs", "by_pid", "gone")
+
+    def __init__(self, current, same_ns):
+        self.gone = None in current
+        utils = [d.get("util") for d in current]
+        self.util = None if self.gone or not utils or None in utils \
+            else round(sum(utils) / len(utils), 1)
+        lists = [d.get("procs") for d in current]
+        self.procs = None if self.gone or None in lists else [p for ps in lists for p in ps]
+        self.by_pid = None
+        if same_ns and self.procs is not None:    # {pid: its GPU memory, None: unknown}
+            self.by_pid = {}
+            for p in self.procs:
+                have = self.by_pid.get(p["pid"], 0)
+                self.by_pid[p["pid"]] = None if have is None or p.get("mem") is None \
+                    else have + p["mem"]
+
+
+class NodeGpuProbe:
+    """The main probe's readings plus the GPU fields of jobmon.metrics, from the node
+    reader's snapshot. A sample for which no fresh snapshot is there (reader down or
+    stale) has no GPU readings: one warning, and the summary counts those samples."""
+
+    def __init__(self, main, published, visible, warn, dev_dir="/dev", clock=time.monotonic):
+        self.main = main
+        self.method = main.method
+        self.published = published
+        self.visible = visible
+        self.dev_dir = dev_dir
+        self.warn = warn
+        self.clock = clock
+        self.devices = [] if visible == "" else None   # [(gpu, MIG instance or None)]
+        self.energy = self.matcher = None
+        self.snap = self.view = None
+        self.missing = 0
+        self.why = None
+        self.warned = False
+        self.t0 = clock()
+        self.t_end = None
+        self.period = 1.0      # the reader's, from its snapshots
+        if self.devices is None:
+            self._fresh()      # readings from before the start bracket the energy baseline
+
+    def _fresh(self):
+        """The job's View of the reader's snapshot if that is fresh, else None (self.why)."""
+        try:
+            snap = self.published.read()
+            age = self.clock() - snap["mono"]
+            self.period = snap["period"]
+            if not -1.0 <= age <= MAX_AGE_PERIODS * self.period:
+                self.why = f"its last refresh is {age:.1f} s old"
+                return None
+            if snap is not self.snap:
+                self.view, self.snap = self._view(snap), snap
+            return self.view
+        except (OSError, ValueError, KeyError, IndexError, TypeError, Untrusted) as e:
+            self.why = str(e) or type(e).__name__
+            return None
+
+    def _view(self, snap):
+        if self.devices is None:
+            self.devices = job_devices(snap, self.visible, lambda g: usable(g, self.dev_dir))
+            self.matcher = PidMatcher(snap["pidns"])
+            if self.devices and all(i is None and not g["mig"] for g, i in self.devices):
+                self.energy = Energy([g["uuid"] for g, _i in self.devices], self.t0)
+        current = []
+        for g, inst in self.devices:
+            now = snap.find(g["index"], g["uuid"])
+            if now is not None and inst is not None:
+                now = next((m for m in now.get("instances") or ()
+                            if m["uuid"] == inst["uuid"]), None)
+            current.append(now)
+        if self.energy and None not in current:
+            self.energy.feed({d["uuid"]: d for d in current})
+        return View(current, self.matcher.same)
+
+    def _warn_once(self, message):
+        if not self.warned:
+            self.warned = True
+            self.warn(message)
+
+    def read(self, final=False):
+        values = self.main.read(final)
+        if self.devices == []:
+            values["gpu_count"] = 0
+            return values
+        if final:
+            self.t_end = self.clock()
+        view = self._fresh()
+        if self.devices is not None:
+            values["gpu_count"] = len(self.devices)
+        if view is None or view.gone:
+            # reader down or stale; or a GPU of the job gone (off the bus, MIG reconfigured)
+            self.missing += 1
+            why = self.why if view is None else "a GPU of the job is gone from its snapshot"
+            self._warn_once(f"no GPU metrics from the node's GPU reader ({why}); samples go "
+                            "without them while it is down or stale")
+            return values
+        if not self.devices:
+            return values
+        if view.util is not None:
+            values["gpu_util_percent"] = view.util
+        mem = self._memory(view)
+        if mem is not None:
+            values["gpu_mem_bytes"] = mem
+        if self.energy:
+            joules = self.energy.joules()      # at the latest reading
+            if joules is not None:
+                values["gpu_energy_joules"] = joules
+            elif self.energy.lost:
+                self._warn_once(f"no GPU energy for this job: {self.energy.lost}")
+        return values
+
+    def _memory(self, view):
+        """GPU memory of the job's processes on its devices; None if NVML or the reader
+        could not tell for one of them. The job's pids are asked for only when some
+        process is on its GPUs."""
+        if view.procs is None:
+            return None
+        if not view.procs:
+            return 0
+        pids = set(self.main.pids())
+        total = 0
+        if view.by_pid is not None:
+            for pid in view.by_pid.keys() & pids:
+                if view.by_pid[pid] is None:
+                    return None
+                total += view.by_pid[pid]
+            return total
+        for p in view.procs:
+            mine = self.matcher.mine(p, pids)
+            if mine is None or (mine and p.get("mem") is None):
+                return None
+            if mine:
+                total += p["mem"]
+        return total
+
+    def gpu_summary(self):
+        """Summary fields; the energy to the job's very end, interpolated between the
+        readings either side of it: that waits for the reader's next reading (about one
+        refresh period), after the last sample, so no sample's time is stretched."""
+        out = {"gpu_samples_missing": self.missing}
+        e = self.energy
+        if e is None or e.base is None or e.lost or self.t_end is None:
+            return out
+        deadline = self.t_end + 1.5 * self.period + 0.2
+        while not e.covers(self.t_end) and self.clock() < deadline:
+            time.sleep(min(0.05, self.period / 4))
+            if self._fresh() is None:
+                break
+        joules = e.joules(self.t_end)
+        if joules is None:
+            self._warn_once("no GPU energy reading after the job ended: the summary's "
+                            "energy runs to the last sample")
+        else:
+            out["gpu_energy_joules"] = joules
+        return out
+
+    def __getattr__(self, name):       # alive(), pids(), tasks_peak() ...: the main probe's
+        return getattr(self.main, name)
+
+    def close(self):
+        self.main.close()
+        self.published.close()
+
+
+def node_probe(main, directory, warn, environ=os.environ):
+    """main wrapped in a NodeGpuProbe reading the reader's files in directory."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    published = _Nothing() if visible == "" else Published(directory)
+    return NodeGpuProbe(main, published, visible, warn, environ.get("JOBMON_GPU_DEV", "/dev"))
+
+
+class _Nothing:
+    """A job given no GPU reads no file."""
+
+    def close(self):
+        pass
