@@ -30,7 +30,7 @@ from jobmon.ship.transports.v1 import V1Transport  # noqa: E402
 def spool_jobs(spool, jobs, samples):
     start = time.time() - 86400
     for j in range(jobs):
-        job = {"job": f"bench-{j}", "host": "h", "user": "u", "method": "cgroup-v2",
+        job = {"job": f"bench-{j}", "host": "h", "user": None, "method": "cgroup-v2",
                "start_time": start + j, "tags": {"partition": "long"}, "command": ["x"],
                "interval": 10.0, "scheduler": "slurm"}
         s = SpoolSink(spool)

@@ -19,7 +19,7 @@ from peak_rss import peak_rss_mib
 
 def per_sample(spool, gpu, n=100_000):
     sink = SpoolSink(spool)
-    sink.open({"job": "bench", "host": "h", "user": "u", "method": "cgroup-v2",
+    sink.open({"job": "bench", "host": "h", "user": None, "method": "cgroup-v2",
                "start_time": time.time(), "tags": {"partition": "x"}, "command": ["x"],
                "interval": 1.0, "scheduler": "local"})
     sample = {"time": time.time_ns(), "elapsed_seconds": 1.0, "method": "cgroup-v2"}

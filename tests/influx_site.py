@@ -1,11 +1,15 @@
 """A jobmon node configured for InfluxDB, for the tests: config file, spool and state
 dirs, a fresh database on the session's influxd, and `jobmon` runners."""
 import os
+import pwd
 import re
+import shutil
 import subprocess
 import tempfile
 
-from helpers import JOBMON, as_user
+from helpers import JOBMON, PYTHON, as_user
+
+SERVICE_USER, SERVICE_GROUP = "nobody", "nogroup"   # a shipper that is not root
 
 
 class Site:
@@ -19,6 +23,7 @@ class Site:
         self.spool = os.path.join(self.dir, "spool")
         self.state = os.path.join(self.dir, "state")
         self.config = os.path.join(self.dir, "jobmon.toml")
+        self.service = False          # True: the shipper runs as SERVICE_USER
         self.write_config(**shipper)
 
     def write_config(self, url=None, **shipper):
@@ -26,11 +31,13 @@ class Site:
         shipper.setdefault("retry_max_seconds", 0.5)
         shipper.setdefault("poll_seconds", 0.1)
         max_bytes = shipper.pop("max_bytes", 1 << 30)
+        per_user = shipper.pop("max_bytes_per_user", 0)
         extra = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in shipper.items())
         with open(self.config, "w") as f:
             f.write(f'[store]\nkind = "influxdb"\n'
                     f'[influxdb]\nurl = "{url or self.influx.url}"\ndatabase = "{self.db}"\n'
                     f'[spool]\ndir = "{self.spool}"\nmax_bytes = {max_bytes}\n'
+                    f'max_bytes_per_user = {per_user}\n'
                     f'[shipper]\nstate_dir = "{self.state}"\n{extra}')
         os.chmod(self.config, 0o644)
 
@@ -42,17 +49,43 @@ class Site:
 
     def jobmon(self, *args, user=None, check=True, timeout=120, **kw):
         argv = [JOBMON, *args]
-        r = subprocess.run(as_user(argv, user) if user else argv, env=self.env,
+        r = subprocess.run(as_user(argv, user) if user else argv, env=kw.pop("env", self.env),
                            capture_output=True, text=True, timeout=timeout, **kw)
         if check and r.returncode != 0:
             raise AssertionError(f"jobmon {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
         return r
 
     def ship(self, *args, **kw):
-        return self.jobmon("ship", *args, **kw)
+        """`jobmon ship ARGS`, as the service user when the site has one."""
+        if not self.service:
+            return self.jobmon("ship", *args, **kw)
+        check = kw.pop("check", True)
+        r = subprocess.run(self.as_service([JOBMON, "ship", *args]), env=kw.pop("env", self.env),
+                           capture_output=True, text=True, timeout=kw.pop("timeout", 120), **kw)
+        if check and r.returncode != 0:
+            raise AssertionError(f"jobmon ship {' '.join(args)} -> {r.returncode}\n{r.stderr}")
+        return r
+
+    def as_service(self, argv):
+        return [shutil.which("setpriv"), f"--reuid={SERVICE_USER}", f"--regid={SERVICE_GROUP}",
+                "--clear-groups", "--"] + list(argv)
+
+    def use_service_user(self):
+        """Run the shipper as an unprivileged service user, as a site should: it owns the
+        spool and its state, and cannot move or empty other users' directories."""
+        self.service = True
+        pw = pwd.getpwnam(SERVICE_USER)
+        for d in (self.spool, self.state):
+            os.makedirs(d, exist_ok=True)
+            os.chown(d, pw.pw_uid, pw.pw_gid)
 
     def prepare(self):
         """What the shipper does on its first start: make the spool dir."""
+        if self.service:
+            subprocess.run(self.as_service([PYTHON, "-c", "import sys; from jobmon.ship."
+                                            "spooldir import prepare_spool; prepare_spool("
+                                            "sys.argv[1])", self.spool]), check=True)
+            return
         from jobmon.ship.spooldir import prepare_spool
         prepare_spool(self.spool)
 

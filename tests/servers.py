@@ -11,6 +11,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -169,3 +170,63 @@ class Victoria:
                 self.proc.kill()
                 self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class HoldingProxy:
+    """An HTTP proxy in front of a server that can hold back its answer to one write
+    (the first whose body contains a given pattern) until the test releases it: the
+    shipper then waits on that batch while the test acts (say, rewrites a spool file).
+    The write itself has reached the server before the answer is held."""
+
+    def __init__(self, target):
+        import gzip
+        import http.server
+        import threading
+        self.target = target
+        self.pattern = None
+        self.held, self.release = threading.Event(), threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _forward(self, body=None):
+                if body is not None and self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                req = urllib.request.Request(proxy.target + self.path, data=body,
+                                             method=self.command)
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        status, answer = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, answer = e.code, e.read()
+                if body is not None and proxy.pattern and proxy.pattern in body:
+                    proxy.pattern = None
+                    proxy.held.set()
+                    proxy.release.wait(60)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def do_GET(self):
+                self._forward()
+
+            def do_POST(self):
+                self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def hold(self, pattern):
+        """Hold the answer to the next write whose (uncompressed) body holds pattern."""
+        self.held.clear()
+        self.release.clear()
+        self.pattern = pattern
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()

@@ -77,3 +77,58 @@ def test_config_check_command_reports_a_bad_file(tmp_path):
     p = write(tmp_path, '[shipper]\nbatch_points = 1.5\n')
     r = subprocess.run([JOBMON, "config", "check", "--config", p], capture_output=True, text=True)
     assert r.returncode == 2 and "jobmon.toml:2: shipper.batch_points must be int" in r.stderr
+
+
+@pytest.mark.parametrize("text, error", [
+    ('[shipper]\nretry_max_seconds = 0\n', r":2: shipper.retry_max_seconds must be greater than 0"),
+    ('[shipper]\nretry_initial_seconds = 5.0\nretry_max_seconds = 1.0\n',
+     r":3: shipper.retry_max_seconds \(1.0\) must not be less than shipper.retry_initial"),
+    ('[shipper]\nretry_initial_seconds = nan\n', r"retry_initial_seconds must be greater than 0"),
+    ('[shipper]\nflush_seconds = -1.0\n', r"flush_seconds must not be negative"),
+    ('[shipper]\npoll_seconds = inf\n', r"poll_seconds must be a finite number"),
+    ('[spool]\nmax_bytes = 0\n', r":2: spool.max_bytes must be greater than 0"),
+    ('[spool]\nmax_bytes = -5\n', r"spool.max_bytes must be greater than 0"),
+    ('[spool]\nmax_bytes = 1000\nmax_bytes_per_user = 2000\n',
+     r":3: spool.max_bytes_per_user \(2000\) must not be more than spool.max_bytes"),
+    ('[shipper]\nbatch_bytes = 100\n', r":2: shipper.batch_bytes must be at least 65536"),
+    ('[influxdb]\nurl = "db.example.org:8086"\n', r":2: influxdb.url must be http://HOST"),
+    ('[influxdb]\nurl = "ftp://db"\n', r"influxdb.url must be http://HOST"),
+    ('[influxdb]\nurl = "http://db:80x"\n', r"influxdb.url has a bad port"),
+])
+def test_values_that_cannot_work_are_refused_with_the_key(tmp_path, text, error):
+    """A hot retry loop, a spool limit of nothing, batches too small for one line, a URL
+    the shipper cannot reach: refused when the config is loaded, naming key and line."""
+    with pytest.raises(config.ConfigError, match=error):
+        config.load(write(tmp_path, text), env={})
+
+
+def test_each_user_has_a_quarter_of_the_spool_unless_told():
+    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES": "4000"})
+    assert cfg["spool"]["max_bytes_per_user"] == 1000
+    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES_PER_USER": "10"})
+    assert cfg["spool"]["max_bytes_per_user"] == 10
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "not utf-8"])
+def test_a_secret_that_is_not_a_text_file_is_an_error_not_a_traceback(tmp_path, kind):
+    import subprocess
+    from helpers import JOBMON
+    secret = tmp_path / "secret"
+    if kind == "directory":
+        secret.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(secret)
+    else:
+        secret.write_bytes(b"\xff\xfe")
+    os.chmod(secret, 0o600 if kind != "directory" else 0o700)
+    for key, api in (("password_file", "v1"), ("token_file", "v2")):
+        p = write(tmp_path, f'[store]\nkind = "influxdb"\n[influxdb]\napi = "{api}"\n'
+                            f'{key} = "{secret}"\n')
+        r = subprocess.run([JOBMON, "config", "check", "--config", p], capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert f"influxdb.{key}: " in r.stderr
+        r = subprocess.run([JOBMON, "ship", "--config", p, "--timeout=1"], capture_output=True,
+                           text=True, timeout=30, env=dict(os.environ, JOBMON_SHIPPER_STATE_DIR=str(
+                               tmp_path / "state"), JOBMON_SPOOL_DIR=str(tmp_path / "spool")))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr

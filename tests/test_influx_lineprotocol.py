@@ -115,3 +115,36 @@ def test_influxql_literal_cannot_be_escaped(influx_server, db, job):
     store = InfluxStore(influx_server.url, db)
     rows = store.rows(f"SELECT * FROM q WHERE job = {quote_string(lp.clean_tag(job))} AND time = {t}")
     assert [r["x"] for r in rows] == ([2] if lp.clean_tag(job) == "other" else [1])
+
+
+@given(value=st.text(min_size=0, max_size=3000))
+@settings(max_examples=200, deadline=None)
+def test_tag_values_are_bounded_and_stay_distinct(value):
+    """Every stored tag value fits the server's series-key limit with room to spare; a
+    shortened one keeps its start and a checksum of the whole, so two long values that
+    differ anywhere stay two values."""
+    stored = lp.clean_tag(value)
+    assert len(stored.encode()) <= lp.MAX_TAG_BYTES
+    if len(lp.clean_tag(value + "x").encode()) > lp.MAX_TAG_BYTES:
+        assert lp.clean_tag(value + "x") != lp.clean_tag(value + "y")
+
+
+def test_the_longest_job_line_fits_the_reserve_and_passes_the_shippers_check():
+    """The end-of-job line of a job with every tag, a huge command and huge free tags,
+    values that are not UTF-8: within MAX_LINE_BYTES (the room the writer keeps for it),
+    and jobmon line protocol by the shipper's check."""
+    from jobmon.influx import grammar, schema
+    from jobmon.metrics import SUMMARY_FIELDS
+    huge = "\udcff\\ ,=\"" * 20000
+    tags = {k: huge for k in schema.PROMOTED_TAGS}
+    tags.update({f"free{n}": huge for n in range(50)})
+    job = {"job": huge, "scheduler": huge, "method": huge, "start_time": 1.7e9, "interval": 1.0,
+           "command": [huge] * 100, "tags": tags}
+    summary = {n: 1 for n, _u, _m in SUMMARY_FIELDS}
+    summary["method"] = huge
+    for line in (schema.job_line(job), schema.job_line(job, summary, 7)):
+        data = line.encode()
+        assert len(data) <= schema.MAX_LINE_BYTES
+        assert grammar.Checker().first_bad(data) is None
+    assert isinstance(json.loads(schema._command_text(job["command"])), list)
+    assert isinstance(json.loads(schema._tags_text(tags)), dict)

@@ -9,14 +9,16 @@ import time
 import pytest
 
 from helpers import JOBMON
+from jobmon.influx.schema import MAX_LINE_BYTES
 from jobmon.sinks.spool import SpoolSink
 from servers import Influx
 
 
-def spool_job(spool, job_id, n, start=None, tags=None):
-    """A finished job of n samples written through the real spool writer."""
+def spool_job(spool, job_id, n, start=None, tags=None, user=None):
+    """A finished job of n samples written through the real spool writer (run by root for
+    `user`'s job when given: the points then say whose job it is)."""
     start = start or time.time()
-    job = {"job": job_id, "host": "h", "user": "u", "method": "procfs", "start_time": start,
+    job = {"job": job_id, "host": "h", "user": user, "method": "procfs", "start_time": start,
            "tags": tags or {}, "command": ["sleep", "1"], "interval": 1.0, "scheduler": "local"}
     sink = SpoolSink(spool)
     sink.open(job)
@@ -112,16 +114,32 @@ def test_sigkill_mid_batch_20_times_loses_and_duplicates_nothing(site):
     base = time.time() - 3600
     for n, (job, count) in enumerate(jobs.items()):
         spool_job(site.spool, job, count, start=base + n)
+    state = os.path.join(site.state, "ship-state.json")
+
+    def acknowledged():
+        try:
+            with open(state) as f:
+                return json.load(f)["counters"]["shipped_points"]
+        except (OSError, ValueError):
+            return 0
+
     progress = []
     for _ in range(20):
+        # kill each run just after the server acknowledged one of its batches, when the
+        # next ones are in flight: however slow this machine is to start the shipper
+        before = acknowledged()
         p = subprocess.Popen([JOBMON, "ship"], env=site.env, stderr=subprocess.DEVNULL)
-        time.sleep(random.uniform(0.15, 0.3))
+        deadline = time.monotonic() + 60
+        while acknowledged() == before:
+            assert p.poll() is None and time.monotonic() < deadline, "no batch acknowledged"
+            time.sleep(0.002)
+        time.sleep(random.uniform(0, 0.05))
         p.send_signal(signal.SIGKILL)
         assert p.wait() == -signal.SIGKILL
         st = json.loads(site.ship("--status", "--json").stdout)
         progress.append((st["shipped_points"], st["pending_points"]))
     assert progress[-1][1] > 0, f"killed too late to matter: {progress}"
-    assert len({p[0] for p in progress}) > 5, f"kills did not land mid-run: {progress}"
+    assert len({p[0] for p in progress}) == 20, f"kills did not land mid-run: {progress}"
     site.ship()
     assert samples_per_job(site) == jobs
     # no duplicate: every (job, time) once, and the series is the one written
@@ -147,7 +165,7 @@ def test_spool_limit_drops_oldest_and_counts_the_loss(site):
     assert st["dropped_points"] == len(dropped) * 202     # samples + 2 job points each
     assert st["spool_bytes"] <= 150_000
     text = site.ship("--status").stdout
-    assert f"dropped_points     {len(dropped) * 202}" in text
+    assert f"{'dropped_points':21} {len(dropped) * 202}" in text
     site.write_config(url=site.influx.url, max_bytes=150_000)
     site.ship()
     assert samples_per_job(site) == {f"j{n}": 200 for n in range(len(dropped), 6)}
@@ -156,15 +174,33 @@ def test_spool_limit_drops_oldest_and_counts_the_loss(site):
 def test_spool_limit_drops_a_running_jobs_file_and_its_sampler_goes_on_in_a_new_one(site):
     """Nothing a job writes after its file was dropped is lost uncounted: the sampler
     notices (the file has no name any more) and starts a new file."""
-    site.write_config(url="http://127.0.0.1:9", max_bytes=1000)
+    # room for the job's end-of-job reserve and ~12 samples: its file goes once
+    site.write_config(url="http://127.0.0.1:9", max_bytes=MAX_LINE_BYTES + 6000)
     site.prepare()
-    job = subprocess.Popen([JOBMON, "run", "--interval=0.05", "--job-id=dropped", "--",
-                            "sleep", "1.5"], env=site.env)
-    time.sleep(0.7)
+    go = os.path.join(site.dir, "go")
+    job = subprocess.Popen([JOBMON, "run", "--interval=0.05", "--job-id=dropped", "--", "sh",
+                            "-c", f"while [ ! -e {go} ]; do sleep 0.05; done"], env=site.env)
+
+    def job_lines():   # lines in the job's own file (not its reserve), or 0
+        for name in os.listdir(site.spool):
+            if name.endswith(".lp") and not name.endswith(".end.lp"):
+                with open(os.path.join(site.spool, name), "rb") as f:
+                    return f.read().count(b"\n")
+        return 0
+
+    def wait_for(lines):
+        deadline = time.monotonic() + 60
+        while job_lines() < lines:
+            assert job.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+
+    wait_for(15)       # over the limit: the next pass drops it
     site.ship("--timeout=0.1", check=False)
     dropped = json.loads(site.ship("--status", "--json").stdout)["dropped_points"]
+    assert dropped >= 15, "the running job's file was not dropped"
+    wait_for(11)       # its new file: the job's point and 10 samples
+    open(go, "w").close()
     assert job.wait() == 0
-    assert dropped >= 5, "the running job's file was not dropped"
     site.write_config()
     site.ship()
     rep = json.loads(site.jobmon("query", "--json", "dropped").stdout)
@@ -203,17 +239,18 @@ def test_malformed_file_is_quarantined_and_the_rest_ships(site):
 
 @pytest.mark.parametrize("batch_points", [5000, 2])
 def test_a_point_the_server_refuses_quarantines_only_its_file(site, batch_points):
-    """A field-type conflict (HTTP 400) is the file's fault, not the batch's -- also when
-    it comes back while later batches are in flight."""
+    """A point the server refuses (HTTP 400) is the file's fault, not the batch's -- also
+    when it comes back while later batches are in flight."""
     site.write_config(batch_points=batch_points, senders=4)
     site.prepare()
     spool_job(site.spool, "first", 3)
     bad = spool_job(site.spool, "conflict", 2)
-    with open(bad, "ab") as f:   # procs is an integer field: a float is refused
-        f.write(b"jobmon_sample,job=conflict procs=1.5 %d\n" % time.time_ns())  # same shard
+    with open(bad, "ab") as f:   # jobmon's grammar, but a series key beyond 64 KiB
+        f.write(b"jobmon_sample,job=%s procs=1i %d\n" % (b"x" * 70000, time.time_ns()))
     spool_job(site.spool, "last", 4)
     r = site.ship()
     assert "refused by the server" in r.stderr and bad in r.stderr
+    assert "max key length exceeded" in r.stderr     # the server's reason, not cut off
     got = samples_per_job(site)   # 1.x keeps the acceptable points of a refused batch
     assert got["first"] == 3 and got["last"] == 4
     assert os.path.exists(os.path.join(site.spool, ".quarantine", os.path.basename(bad)))

@@ -17,7 +17,7 @@ assert PLAIN.pattern != g.LINE.pattern
 def plain_first_bad(data):
     at = 0
     for line in data.splitlines(keepends=True):
-        if not PLAIN.fullmatch(line):
+        if not PLAIN.fullmatch(line) or not g.valid(line):
             return at
         at += len(line)
     return None
@@ -37,12 +37,19 @@ def spool_lines(draw):
         tags = {"job": draw(tag_value), "scheduler": "slurm"}
         if draw(st.booleans()):
             tags["partition"] = draw(tag_value)
-        values = {k: draw(number) for k in draw(st.lists(
-            st.sampled_from(["cpu_user_seconds", "procs", "mem_resident_bytes", "x"]),
-            min_size=1, max_size=4, unique=True))}
-        if draw(st.booleans()):
-            values["method"] = draw(tag_value)
         meas = draw(st.sampled_from(schema.MEASUREMENTS))
+        keys = ["cpu_user_seconds", "procs_max" if meas == schema.JOB else "procs",
+                "mem_peak_bytes", "interval" if meas == schema.JOB else "threads"]
+        if meas == schema.PROCS:      # its own fields (the breakdown's text is a string)
+            keys = ["procs", "window_seconds", "elapsed_seconds"]
+        values = {k: draw(number) for k in draw(st.lists(
+            st.sampled_from(keys), min_size=1, max_size=4, unique=True))}
+        if meas == schema.PROCS:
+            values = {k: v if k == "procs" else float(v) for k, v in values.items()}
+            if draw(st.booleans()):
+                values["procs_top"] = draw(tag_value)
+        elif draw(st.booleans()):
+            values["method"] = draw(tag_value)
         out.append(lp.point(meas, tags, values, 10**18 + draw(st.integers(0, 10**9))).encode())
     return b"".join(out)
 

@@ -40,14 +40,18 @@ def register(app):
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                             format="jobmon ship: %(levelname)s: %(message)s")
         cfg = load_config(config_path)
-        from ..ship import shipper, spooldir, state
+        from ..ship import health, shipper, state
         if show_status:
-            st = spooldir.status(cfg, state.State(cfg["shipper"]["state_dir"]))
+            try:
+                st = health.status(cfg, state.State(cfg["shipper"]["state_dir"]))
+            except PermissionError as e:
+                typer.echo(f"jobmon: {e.filename}: permission denied (run as the shipper's "
+                           f"user)", err=True)
+                raise typer.Exit(2)
             if as_json:
                 typer.echo(json.dumps(st, indent=1))
             else:
-                for k, v in st.items():
-                    typer.echo(f"{k:18} {v}")
+                show_status_text(st)
             return
         if not cfg.uses_influxdb:
             typer.echo("jobmon: store.kind is not \"influxdb\" in the config: nothing to ship",
@@ -72,6 +76,17 @@ def register(app):
         finally:
             s.close()
 
+    def show_status_text(st):
+        losses, users = st.pop("losses"), st.pop("users")
+        for k, v in st.items():
+            typer.echo(f"{k:21} {v}")
+        for user, n in users.items():
+            typer.echo(f"{'spool of ' + user:21} {n} bytes")
+        for user, reasons in sorted(losses.items()):
+            for reason, n in sorted(reasons.items()):
+                typer.echo(f"{'lost by ' + user:21} {reason}: {n.get('points', 0)} point(s), "
+                           f"{n.get('bytes', 0)} bytes, {n.get('files', 0)} file(s)")
+
     config_app = typer.Typer(help="Check the site configuration.", no_args_is_help=True)
     app.add_typer(config_app, name="config")
 
@@ -89,7 +104,9 @@ def register(app):
         typer.echo(f"store: {cfg['store']['kind']}")
         if cfg.uses_influxdb:
             c = cfg["influxdb"]
-            typer.echo(f"influxdb: api {c['api']} at {c['url']}; spool {cfg['spool']['dir']}")
+            sp = cfg["spool"]
+            typer.echo(f"influxdb: api {c['api']} at {c['url']}; spool {sp['dir']} "
+                       f"(max {sp['max_bytes']} bytes, {sp['max_bytes_per_user']} per user)")
             if secrets:
                 from ..config import ConfigError
                 for key in ("token_file", "password_file"):

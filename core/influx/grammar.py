@@ -11,7 +11,7 @@ the same language the slow way. On top, a Checker learns each line *shape* it se
 measurement, the tag keys, the field keys and value types: a job writes thousands of
 lines of one shape) and matches those lines with the keys as literals, about twice as
 fast again. A shape's pattern matches a subset of the grammar, learnt only from a line
-the grammar accepted, so learning changes the speed, never the answer.
+the grammar and valid() accepted, so learning changes the speed, never the answer.
 """
 import re
 import sys
@@ -19,6 +19,9 @@ import sys
 from . import schema
 
 MAX_SHAPES = 16   # a spool holds a few (sample, job start, job end per probe method)
+TAG_KEYS = frozenset(t.encode() for t in schema.ALL_TAGS)
+FIELD_TYPES = {m.encode(): {k.encode(): t for k, t in fields.items()}
+               for m, fields in schema.FIELD_TYPES.items()}
 
 
 def _atomic(pattern):
@@ -37,8 +40,9 @@ _NUM = _FLOAT + _atomic(rb"i?%+")
 _VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|true|false)"
 _FIELD = _TEXT + rb"=" + _VALUE
 _MEAS = rb"(?:" + b"|".join(m.encode() for m in schema.MEASUREMENTS) + rb")"
+_TIME = rb" [0-8][0-9]{18}\n"   # ns since the epoch, up to 2255; within int64
 LINE = re.compile(_MEAS + _atomic(rb"(?%>(?:," + _TEXT + rb"=" + _TEXT + rb")+) ") + _FIELD
-                  + _atomic(rb"(?%>(?:," + _FIELD + rb")*) [0-9]{19}\n"))
+                  + _atomic(rb"(?%>(?:," + _FIELD + rb")*)") + _TIME)
 PARTS = re.compile(rb"(" + _MEAS + rb")((?:," + _TEXT + rb"=" + _TEXT + rb")+)( .*\n)",
                    re.S)    # measurement, tags, the rest
 _TAG = re.compile(rb",(" + _TEXT + rb")=(" + _TEXT + rb")")
@@ -46,25 +50,41 @@ _FIELD_KV = re.compile(rb"(" + _TEXT + rb")=(" + _VALUE + rb")")
 # the value patterns of a shape, by value type (each a subset of _VALUE)
 _TYPED = {"int": _atomic(rb"-?%+[0-9]+%+i"), "float": _FLOAT, "str": _STR,
           "bool": rb"(?:true|false)"}
+_TYPED_RE = {t: re.compile(p) for t, p in _TYPED.items()}
 
 
-def value_type(value):
-    if value.startswith(b'"'):
-        return "str"
-    if value in (b"true", b"false"):
-        return "bool"
-    return "int" if value.endswith(b"i") else "float"
+def valid(line):
+    """Does a line that matches LINE use only jobmon's keys, each once, and each field
+    with its type?"""
+    meas, tags, rest = PARTS.fullmatch(line).groups()
+    keys = [t.group(1) for t in _TAG.finditer(tags)]
+    if b"job" not in keys or len(set(keys)) != len(keys) or not TAG_KEYS.issuperset(keys):
+        return False
+    types, seen = FIELD_TYPES[meas], set()
+    for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" ")):
+        key, value = f.groups()
+        want = types.get(key)
+        if want is None or key in seen or not _TYPED_RE[want].fullmatch(value):
+            return False
+        seen.add(key)
+    return True
+
+
+def tag_keys(line):
+    """The tag keys of a line that matches LINE."""
+    return [t.group(1) for t in _TAG.finditer(PARTS.fullmatch(line).group(2))]
 
 
 def shape_pattern(line):
-    """A regex (bytes) for the lines of this line's shape; line must match LINE."""
+    """A regex (bytes) for the lines of this line's shape; line must be valid()."""
     meas, tags, rest = PARTS.fullmatch(line).groups()
+    types = FIELD_TYPES[meas]
     out = [re.escape(meas)]
     out += [b"," + re.escape(t.group(1)) + b"=" + _TEXT for t in _TAG.finditer(tags)]
     out.append(b" ")
-    out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[value_type(f.group(2))]
-                         for f in _FIELD_KV.finditer(rest)))
-    out.append(rb" [0-9]{19}\n")
+    out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[types[f.group(1)]]
+                         for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" "))))
+    out.append(_TIME)
     return b"".join(out)
 
 
@@ -85,10 +105,16 @@ class Checker:
             if pos == end:
                 return None
             m = LINE.match(data, pos)
-            if m is None:
+            if m is None or not valid(data[pos:m.end()]):
                 return pos
             self._learn(data[pos:m.end()])
             pos = m.end()
+
+    def relearn(self):
+        """Forget the shapes once the table is full: lines that do not fit a learnt shape
+        are checked the slow way, and nobody's odd lines may keep everybody there."""
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes, self.known = [], None
 
     def _learn(self, line):
         if len(self.shapes) >= MAX_SHAPES:

@@ -10,15 +10,23 @@ same point (a test proves it), except where that would not survive a real server
 - InfluxDB 1.x cannot represent a tag value ending in a backslash, or a backslash in
   front of `,`, ` ` or `=` (measured on 1.6.7: the point is rejected or split). Such a
   backslash becomes U+FF3C (fullwidth reverse solidus); every other backslash stays.
+- Text that is not valid Unicode (bytes of a job id or tag that were not UTF-8, which
+  Python keeps as lone surrogates) cannot be encoded: each such code point becomes U+FFFD.
+- A series key longer than 64 KiB is refused by the server, and the whole spool file with
+  it. A tag value longer than MAX_TAG_BYTES keeps its start and gets a checksum of the
+  whole value instead of the rest (`<start>~<crc32>`), so distinct values stay distinct.
 
 One point is always exactly one line: a hostile job name cannot inject a point.
 """
 import math
 import re
+import zlib
 
 from ..metrics import SAMPLE_FIELDS, SUMMARY_FIELDS
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")     # and lone surrogates
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+MAX_TAG_BYTES = 256     # UTF-8 bytes of a stored tag value (jobmon's own are far shorter)
 _UNSAFE_BACKSLASH = re.compile(r"\\(?=[, =]|\Z)")
 _ESCAPE_KEY = str.maketrans({",": r"\,", "=": r"\=", " ": r"\ "})
 _ESCAPE_STRING = str.maketrans({'"': r"\"", "\\": r"\\", "\n": "\ufffd", "\r": "\ufffd"})
@@ -32,11 +40,20 @@ FIELD_IS_INT.update({"elapsed_seconds": False, "interval": False})
 
 
 def clean_tag(value):
-    """The text a tag key/value is stored as (see the module doc)."""
-    value = str(value)
+    """The text a tag key/value is stored as (see the module doc). `jobmon query` looks
+    ids up through this same function, so it finds what the writer stored."""
+    value = _CONTROL.sub("\ufffd", str(value))
     if "\\" in value:
         value = _UNSAFE_BACKSLASH.sub("\uff3c", value)
-    return _CONTROL.sub("\ufffd", value)
+    if len(value) > MAX_TAG_BYTES // 4 and len(value.encode()) > MAX_TAG_BYTES:
+        value = _shorten(value)
+    return value
+
+
+def _shorten(value):
+    raw = value.encode()
+    start = raw[:MAX_TAG_BYTES - 9].decode("utf-8", "ignore")   # whole characters only
+    return f"{start}~{zlib.crc32(raw):08x}"   # ends in hex: no backslash can end it
 
 
 def tag(value):
@@ -60,7 +77,10 @@ def number(value, is_int):
 
 
 def string(value):
-    return '"' + str(value).translate(_ESCAPE_STRING) + '"'
+    value = str(value)
+    if not value.isascii():
+        value = _SURROGATE.sub("\ufffd", value)
+    return '"' + value.translate(_ESCAPE_STRING) + '"'
 
 
 def line(measurement, tags, fields, time_ns):

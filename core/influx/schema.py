@@ -6,30 +6,60 @@ Measurements:
   jobmon_job      one point per job run, timestamped at its start: written when the job
                   starts (description) and again at its end (summary fields added to the
                   same point -- same series and time, so InfluxDB merges them)
+  jobmon_procs    the job's heaviest processes by command name, every [procs] every_seconds
   jobmon_shipper  the node shipper's own counters (shipped, dropped, quarantined)
 """
 import json
 
 from . import lineprotocol as lp
-from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS
+from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS, UNITS
 
 SAMPLE = "jobmon_sample"
 JOB = "jobmon_job"
 SHIPPER = "jobmon_shipper"
-MEASUREMENTS = (SAMPLE, JOB)       # what a spool file may hold
+PROCS = "jobmon_procs"             # the per-process breakdown, every [procs] every_seconds
+MEASUREMENTS = (SAMPLE, JOB, PROCS)   # what a spool file may hold
 
 # tags set by the node shipper, overriding whatever a spool file says (kernel-checked
 # owner, the node's name, the site's cluster name)
 SHIPPER_TAGS = ("cluster", "host", "user")
-# tags written by the sampler: the job id, the scheduler, and the job tags (--tag, or from
-# the scheduler plugin) with one of these bounded-cardinality names
-JOB_TAGS = ("job", "scheduler")
+# tags written by the sampler: the job id, the scheduler, the run (a job the scheduler ran
+# more than once: evicted, requeued), and the job tags (--tag, or from the scheduler
+# plugin) with one of these bounded-cardinality names
+JOB_TAGS = ("job", "scheduler", "run")
 PROMOTED_TAGS = ("account", "group", "partition", "queue")
 ALL_TAGS = SHIPPER_TAGS + JOB_TAGS + PROMOTED_TAGS
 
-# summary fields that are tags or travel as JSON text
-_SUMMARY_NUMBERS = tuple(n for n, _u, _m in SUMMARY_FIELDS
-                         if n not in ("job", "host", "user", "method"))
+# the summary fields of the job point (the others are its tags, or method)
+_SUMMARY_VALUES = tuple(n for n, _u, _m in SUMMARY_FIELDS
+                        if n not in ("job", "host", "user", "method"))
+_SUMMARY_TEXTS = tuple(n for n in _SUMMARY_VALUES if UNITS.get(n) == "text")
+# JSON texts of the job point are bounded, so every line jobmon writes stays under
+# MAX_LINE_BYTES (the spool writer reserves that much room for the end-of-job line)
+MAX_COMMAND_BYTES, MAX_TAGS_BYTES = 8192, 2048
+MAX_LINE_BYTES = 32768
+
+
+def _field_type(name):
+    if UNITS.get(name) == "text":
+        return "str"
+    return "int" if lp.FIELD_IS_INT[name] else "float"
+
+
+# Every field a spool line may carry, with its one InfluxDB type: the shipper refuses any
+# other key (a field named like a tag would shadow it in `SELECT *`) and any other type
+# (the first type written into a shard is the only one the server accepts there after).
+FIELD_TYPES = {
+    SAMPLE: dict({n: _field_type(n) for n in SAMPLE_NAMES},
+                 elapsed_seconds="float", method="str"),
+    JOB: dict({n: _field_type(n) for n in _SUMMARY_VALUES},
+              method="str", command="str", tags="str", start_time="float",
+              interval="float", ended="int", lost_points="int"),
+}
+FIELD_TYPES[PROCS] = {"procs_top": "str", "procs": "int", "elapsed_seconds": "float",
+                      "window_seconds": "float"}
+MAX_PROCS_TOP_BYTES = 16384      # the breakdown's JSON text (well under MAX_LINE_BYTES)
+assert not set(ALL_TAGS) & set().union(*FIELD_TYPES.values())
 
 
 def _ns(seconds):
@@ -38,6 +68,8 @@ def _ns(seconds):
 
 def job_tags(job):
     tags = {"job": job.get("job"), "scheduler": job.get("scheduler")}
+    if job.get("run") is not None:
+        tags["run"] = str(job["run"])
     for k in PROMOTED_TAGS:
         v = (job.get("tags") or {}).get(k)
         if v:
@@ -49,25 +81,93 @@ def sample_line(tags, sample):
     values = {k: sample[k] for k in SAMPLE_NAMES if k in sample}
     values["elapsed_seconds"] = sample.get("elapsed_seconds")
     if sample.get("method"):
-        values["method"] = sample["method"]
+        values["method"] = _method(sample["method"])
     return lp.point(SAMPLE, tags, values, sample["time"])
 
 
-def job_line(job, summary=None):
-    """The job's point: its description, plus the summary once it has ended."""
-    values = {"method": job.get("method") or "", "start_time": job.get("start_time"),
+def procs_line(tags, record):
+    """The breakdown's point (jobmon.probes.breakdown): the groups as one JSON text, with
+    command lines dropped first, then the last groups, should it be too long."""
+    top = list(record.get("top") or [])
+    text = json.dumps(top, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_PROCS_TOP_BYTES:
+        top = [{k: v for k, v in g.items() if k != "cmdline"} for g in top]
+        while top:
+            text = json.dumps(top, ensure_ascii=False, separators=(",", ":"))
+            if len(text.encode("utf-8", "surrogatepass")) <= MAX_PROCS_TOP_BYTES:
+                break
+            top.pop()
+        text = text if top else "[]"
+    values = {"procs_top": text, "procs": record.get("procs")}
+    for k in ("elapsed_seconds", "window_seconds"):
+        if record.get(k) is not None:
+            values[k] = float(record[k])
+    return lp.point(PROCS, tags, values, record["time"])
+
+
+def procs_from_row(row):
+    """A breakdown record from a row (InfluxQL) or the embedded store's columns."""
+    return {"time": row["time"], "elapsed_seconds": row.get("elapsed_seconds"),
+            "window_seconds": row.get("window_seconds"), "procs": row.get("procs"),
+            "top": _json(row.get("procs_top"), [])}
+
+
+def job_line(job, summary=None, lost_points=0, tags=None):
+    """The job's point: its description, plus the summary once it has ended (with the
+    points the spool could not take, `lost_points`). tags: default job_tags(job)."""
+    values = {"method": _method(job.get("method")), "start_time": job.get("start_time"),
               "interval": job.get("interval"),
-              "command": json.dumps(job.get("command") or [], ensure_ascii=False),
-              "tags": json.dumps(job.get("tags") or {}, ensure_ascii=False, sort_keys=True)}
+              "command": _command_text(job.get("command") or []),
+              "tags": _tags_text(job.get("tags") or {})}
     if summary:
-        values.update({k: summary.get(k) for k in _SUMMARY_NUMBERS})
+        values.update({k: summary.get(k) for k in _SUMMARY_VALUES})
+        for k in _SUMMARY_TEXTS:   # one type per field, bounded
+            if values[k] is not None:
+                values[k] = str(values[k])[:256]
         if summary.get("method"):
-            values["method"] = summary["method"]
+            values["method"] = _method(summary["method"])
         values["ended"] = 1
-    return lp.point(JOB, job_tags(job), values, _ns(job["start_time"]))
+        values["lost_points"] = lost_points
+    return lp.point(JOB, tags or job_tags(job), values, _ns(job["start_time"]))
 
 
-# --- reading back (rows from InfluxQL `SELECT *`, tags merged in) ---
+def _method(name):
+    return str(name or "")[:64]
+
+
+def _command_text(command):
+    text = json.dumps(command, ensure_ascii=False)
+    if len(text.encode("utf-8", "surrogatepass")) <= MAX_COMMAND_BYTES:
+        return text
+    # still a JSON list: the command line, cut, and how much was left out
+    joined = " ".join(map(str, command)).encode("utf-8", "surrogatepass")
+    head = joined[:MAX_COMMAND_BYTES // 2].decode("utf-8", "ignore")
+    return json.dumps([f"{head} ...({len(joined)} bytes)"], ensure_ascii=False)
+
+
+def _tags_text(tags):
+    text = json.dumps(tags, ensure_ascii=False, sort_keys=True)
+    if len(text.encode("utf-8", "surrogatepass")) <= MAX_TAGS_BYTES:
+        return text
+    kept = {}
+    for k in sorted(tags):    # whole tags, as many as fit, values cut to a fair share
+        kept[k] = str(tags[k])[:64]
+        if len(json.dumps(kept, ensure_ascii=False).encode("utf-8", "surrogatepass")) \
+                > MAX_TAGS_BYTES - 64:
+            del kept[k]
+            break
+    kept["..."] = f"{len(tags)} tags, {len(text)} characters"
+    return json.dumps(kept, ensure_ascii=False, sort_keys=True)
+
+
+# --- reading back: rows of InfluxQL queries that name every column, each tag with
+# `::tag` and each field with `::field`, so a field can never pass for a tag ---
+
+def columns(measurement):
+    """The select list for a measurement's rows (`jobmon query`, `jobmon list`)."""
+    fields = sorted(FIELD_TYPES[measurement])
+    return ", ".join([f'"{f}"::field' for f in fields] + [f'"{t}"::tag' for t in ALL_TAGS])
+
 
 def job_from_row(row):
     """The job dict (with "summary") that the embedded store's read side gives."""
@@ -75,9 +175,11 @@ def job_from_row(row):
     info = {"job": row.get("job"), "host": row.get("host"), "user": row.get("user"),
             "method": row.get("method"), "start_time": row.get("start_time"),
             "tags": tags, "command": _json(row.get("command"), []),
-            "interval": row.get("interval"), "scheduler": row.get("scheduler"), "summary": None}
+            "interval": row.get("interval"), "scheduler": row.get("scheduler"),
+            "run": row.get("run"), "summary": None}
     if row.get("ended"):
-        s = {k: row.get(k) for k in _SUMMARY_NUMBERS}
+        s = {k: row.get(k) for k in _SUMMARY_VALUES}
+        s["lost_points"] = row.get("lost_points")
         s.update({k: info[k] for k in ("job", "host", "user", "method", "tags", "command")})
         info["summary"] = s
     return info

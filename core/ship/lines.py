@@ -1,5 +1,15 @@
 """Reading spool lines for a batch: whole lines only, checked against the grammar of what
-jobmon writes, and stamped with the tags only the shipper may set."""
+jobmon writes, and stamped with the tags only the shipper may set.
+
+The bytes checked are the bytes sent: a batch keeps what it read, and a batch the server
+refused is split up from those same bytes, never read from the file again (its owner may
+have rewritten it meanwhile).
+
+Whose points they are is the file owner's uid, as the kernel reports it -- except for files
+owned by root or by the shipper's own user, which no job user can create: a sampler run
+by root for someone else's job (the Slurm Prolog's) writes the job's `user` tag itself,
+and that tag is kept.
+"""
 import os
 import re
 
@@ -10,35 +20,72 @@ from ..influx import schema
 _SHIPPER_TAG_NAMES = tuple(t.encode() for t in schema.SHIPPER_TAGS)
 _SHIPPER_TAG_KEYS = tuple(t + b"=" for t in _SHIPPER_TAG_NAMES)
 _SHIPPER_TAG = re.compile(rb"[, ](?:" + b"|".join(_SHIPPER_TAG_NAMES) + rb")=")
+_NODE_TAG_NAMES = tuple(t for t in _SHIPPER_TAG_NAMES if t != b"user")   # host, cluster
+_JOB = schema.JOB.encode()
+# in a job's end point (a user could fake them only for their own jobs: see stamp())
+_ENDED = b"ended=1i"
+_LOST = re.compile(rb"[ ,]lost_points=([0-9]+)i[ ,]")
+
+
+class FilePart:
+    """What one batch holds of one file."""
+
+    __slots__ = ("sf", "end", "parts", "points", "ended", "lost", "marker")
+
+    def __init__(self, sf):
+        self.sf, self.end, self.parts, self.points = sf, 0, [], 0
+        self.ended, self.lost, self.marker = [], 0, False    # ended: jobs' keys (job_key)
 
 
 class Batch:
-    """Line protocol for one request, and how far into each file it reaches."""
+    """Line protocol for one request, and what it holds of each file."""
 
     def __init__(self):
-        self.parts, self.ends, self.points, self.bytes = [], {}, 0, 0
+        self.parts, self.files, self.points, self.bytes = [], {}, 0, 0
 
-    def add(self, sf, data, points, end):
+    def add(self, sf, data, points, end, ended=(), lost=0, marker=False):
         self.parts.append(data)
-        self.ends[sf.name] = (sf, end)
+        f = self.files.get(sf.name)
+        if f is None:
+            f = self.files[sf.name] = FilePart(sf)
+        f.end = end
+        f.parts.append(data)
+        f.points += points
+        f.ended += ended
+        f.lost += lost
+        f.marker |= marker
         self.points += points
         self.bytes += len(data)
+
+    def only(self, name):
+        """A batch of this one file's part, the same checked bytes."""
+        f = self.files[name]
+        single = Batch()
+        single.parts, single.files = list(f.parts), {name: f}
+        single.points, single.bytes = f.points, sum(map(len, f.parts))
+        return single
 
 
 class LineReader:
     def __init__(self, host, cluster, batch_bytes):
         self.host, self.cluster, self.batch_bytes = host, cluster, batch_bytes
+        self.trusted = {0, os.geteuid()}     # owners whose files may say the user
+        self.node_prefix = "".join(f"{lp.tag(k)}={lp.tag(v)}," for k, v in
+                                   (("cluster", cluster), ("host", host)) if v).encode()
         self.checker = grammar.Checker()
         self.owner_prefix = {}
         self.line_bytes = 512        # running estimate, sizes the reads
 
     def read(self, sf, max_bytes, max_points):
-        """(line protocol ready to send, points, new offset) from sf, or None when it
-        has no complete line left. Marks sf.bad on a line jobmon would not write."""
+        """(line protocol ready to send, points, new offset, the keys of the jobs whose end
+        point it holds, points their samplers lost) from sf, or None when it has no
+        complete line left. Marks sf.bad on a line jobmon would not write."""
         if max_bytes <= 0 or max_points <= 0:
             return None
         want = min(max_bytes, int(max_points * self.line_bytes * 1.25) + 4096)
         data = os.pread(sf.fd, want, sf.offset)
+        if data[:1] == b"\0" and not sf.finished:
+            return None   # room kept for an end point, or a write still landing
         cut = data.rfind(b"\n") + 1
         if cut == 0:
             if len(data) == want and want < max_bytes:
@@ -62,10 +109,13 @@ class LineReader:
             return None
         end = sf.offset + len(data)
         sf.offset = end
-        return self.stamp(data, sf.owner), points, end
+        stamped, ended, lost = self.stamp(data, sf.owner, sf.st.st_uid in self.trusted)
+        return stamped, points, end, ended, lost
 
-    def stamp(self, data, owner):
-        """Set the shipper's tags on every line, dropping any the file carried."""
+    def stamp(self, data, owner, trusted=False):
+        """Set the shipper's tags on every line, dropping any the file carried. Also gives
+        the keys of the jobs whose end point is among the lines, and the points their
+        samplers lost."""
         prefix = self.owner_prefix.get(owner)
         if prefix is None:
             tags = {"user": owner, "host": self.host, "cluster": self.cluster}
@@ -73,10 +123,66 @@ class LineReader:
             prefix = self.owner_prefix[owner] = prefix.encode()
         if any(t in data for t in _SHIPPER_TAG_KEYS) and _SHIPPER_TAG.search(data):
             # rare: some line names one of our tags (the plain `in` scans are memchr-fast)
-            data = b"".join(grammar.without_tags(line, _SHIPPER_TAG_NAMES)
-                            for line in data.splitlines(True))
+            if not trusted:
+                data = b"".join(grammar.without_tags(line, _SHIPPER_TAG_NAMES)
+                                for line in data.splitlines(True))
+            elif b"host=" in data or b"cluster=" in data or \
+                    data.count(b",user=") != data.count(b"\n"):
+                return self.stamp_trusted(data, owner)
+            else:   # a trusted sampler's lines, each with its user: only the node's tags
+                prefix = self.node_prefix
         body = b"\n" + data
+        ended, lost = [], 0
         for m in schema.MEASUREMENTS:   # split + join: ~3x faster than bytes.replace here
-            m = b"\n" + m.encode() + b","
-            body = (m + prefix).join(body.split(m))
-        return body[1:]
+            m = m.encode()
+            pieces = body.split(b"\n" + m + b",")
+            if m == _JOB and len(pieces) > 1:    # a job's points: two per job
+                for piece in pieces[1:]:
+                    nl = piece.find(b"\n")   # -1: the next line is a job point too
+                    line = piece[:nl + 1] if nl >= 0 else piece + b"\n"
+                    if _ENDED in line:   # found by bytes, not parsed: only ever about
+                        ended.append(job_key(owner, m + b"," + line))   # the owner's job
+                        found = _LOST.search(line)
+                        lost += int(found.group(1)) if found else 0
+            body = (b"\n" + m + b"," + prefix).join(pieces)
+        return body[1:], ended, lost
+
+    def stamp_trusted(self, data, owner):
+        """stamp() for a trusted sampler's lines, line by line: a line's own `user` tag is
+        kept, its `host` and `cluster` are the node's."""
+        out, ended, lost = [], [], 0
+        for line in data.splitlines(True):
+            if b"user" not in grammar.tag_keys(line):
+                stamped, keys, n = self.stamp(line, owner)
+            else:
+                line = grammar.without_tags(line, _NODE_TAG_NAMES)
+                at = line.index(b",") + 1
+                stamped, keys, n = line[:at] + self.node_prefix + line[at:], [], 0
+                if line.startswith(_JOB + b",") and _ENDED in line:
+                    found = _LOST.search(line)
+                    keys, n = [job_key(owner, line)], int(found.group(1)) if found else 0
+            out.append(stamped)
+            ended += keys
+            lost += n
+        return b"".join(out), ended, lost
+
+    def end_marker(self, sf):
+        """For a job whose end point never came (sampler killed, disk full): (its job
+        point again with `ended=1`, from the file's first line, checked again; the job's
+        key), so the job does not look as if it still ran. None when the file does not
+        start with a job point."""
+        head = os.pread(sf.fd, schema.MAX_LINE_BYTES + 1, 0)
+        line = head[:head.find(b"\n") + 1]
+        if not line.startswith(_JOB + b",") or self.checker.first_bad(line) is not None:
+            return None
+        trusted = sf.st.st_uid in self.trusted and b",user=" in line
+        line = grammar.without_tags(line, _NODE_TAG_NAMES if trusted else _SHIPPER_TAG_NAMES)
+        m = grammar.PARTS.fullmatch(line)
+        marker = m.group(1) + m.group(2) + b" ended=1i" + line[line.rindex(b" "):]
+        return self.stamp(marker, sf.owner, trusted)[0], job_key(sf.owner, line)
+
+
+def job_key(owner, line):
+    """A job run, whichever file its points came in: owner, sampler tags, start time."""
+    m = grammar.PARTS.fullmatch(line)
+    return owner.encode() + b" " + m.group(2) + line[line.rindex(b" "):]

@@ -7,10 +7,11 @@ a crash re-sends at most the batches in flight (`shipper.senders`), and InfluxDB
 a re-sent point over itself (same measurement, tags and time). Spool data is deleted
 only once acknowledged and its writer is gone.
 
-Trust: spool files are written by job users. Every line is checked against the line
-protocol grammar jobmon writes before it is sent, and the `user`, `host` and `cluster`
+Trust: spool files are written by job users, any of whom may be hostile (docs/security.md).
+Every line is checked against the line protocol grammar and the keys jobmon writes before
+it is sent, only the bytes checked are ever sent, and the `user`, `host` and `cluster`
 tags are set here -- `user` from the file's owner as the kernel reports it -- replacing
-whatever the file says.
+whatever the file says. Every point lost on the way is counted against its user.
 """
 import collections
 import fcntl
@@ -21,8 +22,7 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..influx import lineprotocol as lp
-from ..influx import schema
+from . import health
 from .lines import Batch, LineReader
 from .spooldir import SpoolDir, prepare_spool
 from .state import State
@@ -52,13 +52,16 @@ class Shipper:
             raise RuntimeError("another `jobmon ship` is running on this spool")
         prepare_spool(cfg["spool"]["dir"])
         self.state = State(sh["state_dir"])
-        self.spool = SpoolDir(cfg["spool"]["dir"], cfg["spool"]["max_bytes"], self.state)
+        sp = cfg["spool"]
+        self.spool = SpoolDir(sp["dir"], sp["max_bytes"], sp["max_bytes_per_user"],
+                              self.batch_bytes, self.state)
         self.lines = LineReader(self.host, self.cluster, self.batch_bytes)
         self.pending_since = None
         self.last_metrics = 0.0
         self.senders = sh["senders"]
         self.sender = ThreadPoolExecutor(self.senders, thread_name_prefix="jobmon-send")
         self.in_flight = collections.deque()   # (future, batch), oldest first
+        self.ended_jobs = set()    # jobs whose end point the server acknowledged (job_key)
 
     # --- one pass over the spool ---
     def ship_pass(self, final=False):
@@ -75,6 +78,7 @@ class Shipper:
     def _pass(self, final):
         """One scan of the spool. False when a refused batch cut it short."""
         files = self.spool.scan()
+        self.lines.checker.relearn()
         try:
             batch = Batch()
             for sf in files:
@@ -98,14 +102,35 @@ class Shipper:
                     return False
             if not self.collect():
                 return False
-            done = [sf for sf in files if sf.finished and not sf.bad]
+            done = [sf for sf in files if sf.finished and not sf.bad and not sf.deleted]
+            if not self.mark_ended(done):
+                return False
             if any([self.spool.finish(sf) for sf in done]):
                 self.state.save()
+            for sf in done:
+                if sf.bad:      # it ends in more than a line without a newline
+                    self.spool.quarantine(sf)
             return True
         finally:
             self.collect(quietly=True)   # only left in flight when something raised
             for sf in files:
                 os.close(sf.fd)
+
+    def mark_ended(self, done):
+        """Finished files whose job's end point never came (sampler killed, disk full):
+        send their job point with `ended=1` before they go, so the job does not look as
+        if it were still running. False when the server refused it."""
+        batch = Batch()
+        for sf in done:
+            if sf.ended or not self.spool.complete(sf):
+                continue
+            marker = self.lines.end_marker(sf)
+            if marker is None or marker[1] in self.ended_jobs:
+                sf.ended = True       # nothing to mark, or its end came in another file
+                continue              # (the room its sampler kept for it)
+            batch.add(sf, marker[0], 1, self.state.offset(sf.name, sf.st), [marker[1]],
+                      marker=True)
+        return not batch.points or (self.send(batch) and self.collect())
 
     def send(self, batch):
         """Hand a batch to a sender thread, once there is room in flight: reading and
@@ -149,12 +174,23 @@ class Shipper:
         self.in_flight.clear()
 
     def acknowledged(self, batch):
-        for name, (sf, end) in batch.ends.items():
-            self.state.acknowledge(name, sf.st, end)
-        for sf, _end in batch.ends.values():
-            if sf.finished:   # all of it acknowledged: delete now, keeps the state small
-                self.spool.finish(sf)
         c = self.state.counters
+        for name, f in batch.files.items():
+            sf = f.sf
+            self.state.acknowledge(name, sf.st, f.end, bool(f.ended))
+            sf.ended |= bool(f.ended)
+            self.ended_jobs.update(f.ended)
+            if f.lost:      # the sampler's own count of what the spool could not take
+                c["sampler_lost_points"] += f.lost
+                self.state.lose(sf.owner, "sampler_lost", f.lost)
+            if f.marker:
+                c["jobs_without_summary"] += 1
+                self.state.lose(sf.owner, "no_summary", files=1)
+        for f in batch.files.values():
+            if f.sf.finished:   # all of it acknowledged: delete now, keeps the state small
+                self.spool.finish(f.sf)
+        if len(self.ended_jobs) > 100_000:   # bounded; a file's own end is in the state
+            self.ended_jobs.clear()
         c["shipped_points"] += batch.points
         c["shipped_batches"] += 1
         self.state.last_success = time.time()
@@ -162,23 +198,21 @@ class Shipper:
         self.pending_since = None
 
     def isolate(self, batch, err):
-        """The server refused a batch: quarantine the files it refuses on their own
-        (the others are then acknowledged as usual)."""
+        """The server refused a batch: send each file's part of it on its own -- the same
+        checked bytes, never the file read again -- and quarantine the files the server
+        refuses (the others are then acknowledged as usual)."""
         log.warning("server refused a batch (%s); checking its %d file(s) one by one",
-                    err, len(batch.ends))
-        for name, (sf, end) in list(batch.ends.items()):
-            start = self.state.offset(name, sf.st)
-            data = os.pread(sf.fd, end - start, start)
-            single = Batch()
-            single.add(sf, self.lines.stamp(data, sf.owner), data.count(b"\n"), end)
+                    err, len(batch.files))
+        for name in list(batch.files):
+            single = batch.only(name)
+            sf = single.files[name].sf
             try:
-                self.transport.send(single.parts[0])
+                self.transport.send(b"".join(single.parts))
             except SendError as e:
                 if e.retry:
                     self.failed(e)
                     raise
                 sf.bad = f"refused by the server: {e}"
-                sf.offset = start
                 self.spool.quarantine(sf)
                 continue
             self.acknowledged(single)
@@ -193,18 +227,19 @@ class Shipper:
         now = time.time()
         if not final and now - self.last_metrics < 60:
             return
-        tags = {"host": self.host, "cluster": self.cluster}
-        line = lp.point(schema.SHIPPER, tags, dict(self.state.counters), time.time_ns())
+        lines = health.metrics_lines(self.state, self.host, self.cluster, self.spool.usage,
+                                     health.quarantine_count(self.spool.path), time.time_ns())
         try:
-            self.transport.send(line.encode())
+            self.transport.send(lines.encode())
             self.last_metrics = now
         except SendError:
             pass
 
     # --- modes ---
     def backoff(self, attempt):
-        """Exponential backoff with full jitter."""
-        return random.uniform(0, min(self.retry_max, self.retry_initial * 2 ** attempt))
+        """Exponential backoff with full jitter (the exponent capped: 2.0 ** 1024 is
+        beyond a float)."""
+        return random.uniform(0, min(self.retry_max, self.retry_initial * 2.0 ** min(attempt, 60)))
 
     def wait(self, seconds, stop):
         """Sleep, still keeping the spool under its limit meanwhile."""

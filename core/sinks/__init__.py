@@ -12,5 +12,8 @@ class Sink:
     def write(self, sample):
         """sample: {"time": ns, "elapsed_seconds", "method", <metric fields>}."""
 
+    def procs(self, record):
+        """record: the per-process breakdown (jobmon.probes.breakdown), at its own rate."""
+
     def close(self, summary):
         """summary: the end-of-job record (jobmon.metrics.SUMMARY_FIELDS)."""

@@ -6,12 +6,24 @@ shipper's user and group, mode 3733 -- any job user may create a file but not li
 directory; the sticky bit stops users deleting or renaming each other's files; setgid
 gives every file the shipper's group, so the shipper reads files a job makes mode 0640.
 
-One file per job run, created O_EXCL|O_NOFOLLOW and held under an exclusive flock for as
-long as the sampler lives: the shipper knows a file is finished when it can take the lock.
-Every point is one os.write() of one whole line on an O_APPEND descriptor; a write that
-fails half-way is cut back off (ftruncate), and a line torn by a crash has no final
-newline, which the shipper detects and skips.
+One file per job run, created O_EXCL|O_NOFOLLOW under a hidden name, made readable by the
+shipper's group and locked, and only then renamed to its *.lp name (so the shipper never
+sees it half set up); it stays under an exclusive flock for as long as the sampler lives:
+the shipper knows a file is finished when it can take the lock.
+Every file starts with the job's own point. Every point is one os.write() of whole lines
+on an O_APPEND descriptor; a write that fails half-way is cut back off (ftruncate), and a
+line torn by a crash has no final newline, which the shipper detects and skips.
+
+A full disk loses nothing silently. Points the spool cannot take wait in memory (up to
+PENDING_MAX_BYTES) and go out with the next write that fits; beyond that they are counted,
+and the count goes into the job's end point (`lost_points`). The end point itself has room
+kept for it from the start: a second file, `<name>.end.lp`, allocated MAX_LINE_BYTES of
+zeros and locked like the first. At the end the sampler appends its end point to the main
+file and deletes the reserve; if the disk is full, it writes the end point over the
+reserve's zeros (no new blocks needed), and the shipper sends that line like any other
+(zeros after the last line are never sent: a reserve not used up).
 """
+import errno
 import fcntl
 import os
 import time
@@ -20,6 +32,9 @@ from . import Sink
 from ..influx import schema
 
 SUFFIX = ".lp"
+RESERVE_SUFFIX = ".end" + SUFFIX
+PENDING_MAX_BYTES = 256 << 10   # ~600 samples kept in memory while the disk is full
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class SpoolError(Exception):
@@ -41,61 +56,194 @@ class SpoolSink(Sink):
         self.size = 0
         self.tags = None
         self.job = None
+        self.head = b""           # the job's own point, first line of every file
+        self.pending = []         # lines the disk had no room for yet, oldest first
+        self.pending_bytes = 0
+        self.lost = 0             # points the spool never took
+        self.complained = -1      # self.lost when the last warning was raised
+        self.reserve_fd = None    # room kept for the end point
+        self.can_reserve = True
+        self.error = None         # why the last write failed
 
     def open(self, job):
         self.job = job
         self.tags = schema.job_tags(job)
+        if os.geteuid() == 0 and job.get("user") not in (None, "", "root"):
+            # root sampling another user's job (kept as root, out of that user's reach):
+            # the shipper lets root's own files say whose job it is, nobody else's
+            self.tags["user"] = job["user"]
+        self.head = schema.job_line(job, tags=self.tags).encode()
         self._create()
-        self._append(schema.job_line(job))
+        self._append(self.head)   # a full disk keeps it pending; the job starts anyway
 
     def write(self, sample):
-        self._append(schema.sample_line(self.tags, sample))
+        if not self._append(schema.sample_line(self.tags, sample).encode()):
+            self._complain()
+
+    def procs(self, record):
+        if not self._append(schema.procs_line(self.tags, record).encode()):
+            self._complain()
 
     def close(self, summary):
+        saved = False
         try:
-            self._append(schema.job_line(self.job, summary))
-            os.fsync(self.fd)
+            if self.pending and self._put(b"".join(self.pending)):
+                self.pending = []
+            self.lost += len(self.pending)
+            line = schema.job_line(self.job, summary, self.lost, self.tags).encode()
+            if self._put(line):
+                os.fsync(self.fd)
+                saved = "spool"
+            elif self._fill_reserve(line):
+                saved = "reserve"
         finally:
             os.close(self.fd)   # releases the lock: the file is finished
             self.fd = None
+            self._release_reserve(keep=saved == "reserve")
+        if not saved:
+            raise SpoolError(f"the end-of-job record could not be spooled ({self.error}); "
+                             f"the shipper will mark the job as ended without it")
+        if self.lost:
+            raise SpoolError(f"{self.lost} point(s) could not be spooled ({self.error}); "
+                             f"counted in the job's lost_points")
 
+    # --- files ---
     def _create(self):
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        self.fd, self.path = self._new_file(SUFFIX)
+        self.size = 0
+
+    def _new_file(self, suffix, append=True):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        if append:
+            flags |= os.O_APPEND
         for _ in range(5):
             name = file_name(time.time_ns(), os.getuid(), os.getpid(), os.urandom(4).hex())
+            path = os.path.join(self.dir, name[:-len(SUFFIX)] + suffix)
+            tmp = os.path.join(self.dir, f".{name}.new")
             try:
-                self.fd = os.open(os.path.join(self.dir, name), flags, 0o640)
-                break
+                fd = os.open(tmp, flags, 0o640)
             except FileExistsError:
                 continue   # somebody planted that name: take another
-        else:
-            raise SpoolError(f"cannot create a spool file in {self.dir}")
-        self.path = os.path.join(self.dir, name)
-        self.size = 0
-        os.fchmod(self.fd, 0o640)   # whatever the job's umask: the shipper's group reads it
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                os.fchmod(fd, 0o640)   # whatever the job's umask: the shipper's group reads it
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                os.rename(tmp, path)   # another user's file of that name: refused (sticky)
+                return fd, path
+            except OSError:
+                os.close(fd)
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+        raise SpoolError(f"cannot create a spool file in {self.dir}")
 
-    def _append(self, text):
-        data = text.encode()
-        self._write(data)
+    def _reserve(self):
+        """Keep room for the end point (retried while the disk is full)."""
+        try:
+            fd, path = self._new_file(RESERVE_SUFFIX, append=False)   # pwrite at 0
+        except (OSError, SpoolError):
+            return
+        try:
+            os.posix_fallocate(fd, 0, schema.MAX_LINE_BYTES)
+        except OSError as e:
+            os.unlink(path)
+            os.close(fd)
+            self.can_reserve = e.errno in NO_ROOM   # else the filesystem cannot do it
+            return
+        self.reserve_fd, self.reserve_path = fd, path
+
+    def _fill_reserve(self, line):
+        """Write the end point over the reserve's zeros (which stay after it: cutting them
+        off would hand the room to whoever writes next, not to the other jobs' ends)."""
+        fd = self.reserve_fd
+        if fd is None or len(line) > schema.MAX_LINE_BYTES or os.fstat(fd).st_nlink == 0:
+            return False
+        try:
+            os.pwrite(fd, line, 0)
+            os.fsync(fd)
+        except OSError as e:
+            self.error = e.strerror
+            return False
+        return True
+
+    def _release_reserve(self, keep):
+        if self.reserve_fd is None:
+            return
+        if not keep:
+            try:
+                os.unlink(self.reserve_path)
+            except OSError:
+                pass
+        os.close(self.reserve_fd)
+        self.reserve_fd = None
+
+    # --- writing ---
+    def _append(self, data):
+        """Spool one line, after any still pending. False when it had to wait."""
+        if self.reserve_fd is None and self.can_reserve:
+            self._reserve()
+        if self.pending:
+            self.pending.append(data)
+            self.pending_bytes += len(data)
+            if not self._put(b"".join(self.pending)):
+                if self.pending_bytes > PENDING_MAX_BYTES:   # the newest one goes
+                    self.pending.pop()
+                    self.pending_bytes -= len(data)
+                    self.lost += 1
+                return False
+            self.pending, self.pending_bytes = [], 0
+            return True
+        if self._put(data):
+            return True
+        self.pending, self.pending_bytes = [data], len(data)
+        return False
+
+    def _put(self, data):
+        """Append data to the job's file. False when the disk had no room."""
+        if self.size == 0 and not data.startswith(self.head):
+            data = self.head + data
+        if not self._write(data):
+            return False
         if os.fstat(self.fd).st_nlink == 0:
             # The shipper dropped this file (spool over its limit) and counted the points it
-            # held; this line may have come after the count. Go on in a new file, which
-            # starts with the job's own point again.
+            # held; this write may have come after the count. Go on in a new file, which
+            # starts with the job's own point again, and keep the room for the end point.
+            try:
+                fd, path = self._new_file(SUFFIX)
+            except (OSError, SpoolError) as e:
+                self.error = str(e)
+                return False     # the data waits for a file
             os.close(self.fd)
-            self._create()
-            self._write(schema.job_line(self.job).encode())
-            self._write(data)
+            self.fd, self.path, self.size = fd, path, 0
+            if self.reserve_fd is not None and os.fstat(self.reserve_fd).st_nlink == 0:
+                self._release_reserve(keep=True)
+            return self._write(self.head + data)
+        return True
 
     def _write(self, data):
         try:
             n = os.write(self.fd, data)
-        except OSError:
-            n = -1
-        if n != len(data):   # nothing or part of the line went out (disk full ...)
+        except OSError as e:   # no room, or the disk failed: the data waits either way
+            self.error, n = e.strerror, -1
+        if n != len(data):   # nothing or part of it went out: cut the part off
+            if n >= 0:
+                self.error = f"short write ({n} of {len(data)} bytes)"
             try:
                 os.ftruncate(self.fd, self.size)
             except OSError:
                 pass
-            raise SpoolError(f"spool write to {self.path} failed ({n} of {len(data)} bytes)")
+            return False
         self.size += n
+        return True
+
+    def _complain(self):
+        """One warning when points start waiting, one each time some are lost."""
+        if self.lost == self.complained:
+            return
+        first = self.complained < 0
+        self.complained = self.lost
+        if first and not self.lost:
+            raise SpoolError(f"cannot write to the spool ({self.error}); keeping points "
+                             f"in memory until there is room")
+        if self.lost:
+            raise SpoolError(f"spool full ({self.error}): {self.lost} point(s) lost so far")

@@ -23,6 +23,15 @@ class Transport:
         pass
 
 
+def brief(text, limit=600):
+    """A server's message, bounded for a log line; its end is kept, since InfluxDB quotes
+    the refused line first and gives the reason last."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 3]} ... ({len(text) - limit} characters) ... {text[-2 * limit // 3:]}"
+
+
 def data_refused(status):
     """A status that says the batch itself is bad; anything else is worth a retry."""
     return status in (400, 422)

@@ -7,7 +7,7 @@ import threading
 import urllib.parse
 import zlib
 
-from . import SendError, Transport, data_refused
+from . import SendError, Transport, brief, data_refused
 
 
 class V1Transport(Transport):
@@ -65,7 +65,7 @@ class V1Transport(Transport):
             return
         if r.status == 400 and "beyond retention policy" in text:
             return  # written, except points older than the retention policy keeps
-        raise SendError(f"HTTP {r.status}: {text.strip()[:500]}", r.status,
+        raise SendError(f"HTTP {r.status}: {brief(text)}", r.status,
                         retry=not data_refused(r.status))
 
     def close(self):
