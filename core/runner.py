@@ -5,7 +5,6 @@ only then set up the probe, the store and the other sinks.  Every step after the
 has started fails open: the command keeps running, unmonitored if need be, and jobmon
 exits with its status.
 """
-import argparse
 import os
 import sys
 import time
@@ -15,30 +14,36 @@ from . import cgroups, launcher, trampoline
 USAGE = "jobmon run [OPTIONS] -- CMD [ARGS...]"
 
 
-def parser():
-    p = argparse.ArgumentParser(prog="jobmon run", usage=USAGE,
-                                description="Run CMD and sample its resource use.")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S",
-                   help="seconds between samples (default 1)")
-    p.add_argument("--job-id", metavar="ID", help="job id to store the run under "
-                   "(default: local-<start time>-<pid>)")
-    p.add_argument("--tag", action="append", default=[], metavar="K=V",
-                   help="tag every sample with K=V (repeatable)")
-    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl",
-                   help="format of --out (default jsonl)")
-    p.add_argument("--out", metavar="FILE|-", help="also write samples to FILE or stdout (-)")
-    p.add_argument("--summary", metavar="FILE", help="write the end-of-job summary (JSON) here")
-    p.add_argument("--store", metavar="PATH", help="embedded store file, or 'none' "
-                   "(default: $JOBMON_STORE or $XDG_DATA_HOME/jobmon/jobmon.db)")
-    p.add_argument("--cgroup", choices=("auto", "create", "existing", "none"), default="auto",
-                   help="auto: a transient cgroup when root, else procfs; create / existing: "
-                   "insist on a new / the current cgroup; none: procfs only")
-    p.add_argument("--cgroup-version", type=int, choices=(1, 2), default=None,
-                   help="prefer cgroup v1 or v2 (default: v2 where it has memory accounting)")
-    p.add_argument("--no-wait", dest="wait", action="store_false",
-                   help="end when the command exits; do not wait for processes it left running")
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD")
-    return p
+class Args:
+    """`jobmon run`'s options (its help is the CLI's: `jobmon run --help`)."""
+    interval = 1.0
+    job_id = out = summary = store = cgroup_version = None
+    format, cgroup, wait = "jsonl", "auto", True
+
+    def __init__(self, **kw):
+        self.tags, self.cmd = {}, []
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+# option -> (attribute, conversion, allowed values); parsed by hand: argparse would cost
+# every job ~30 ms of CPU at its start
+OPTIONS = {"--interval": ("interval", float, None), "--job-id": ("job_id", str, None),
+           "--tag": ("tag", str, None), "--format": ("format", str, ("jsonl", "csv")),
+           "--out": ("out", str, None), "--summary": ("summary", str, None),
+           "--store": ("store", str, None),
+           "--cgroup": ("cgroup", str, ("auto", "create", "existing", "none")),
+           "--cgroup-version": ("cgroup_version", int, (1, 2))}
+
+
+class UsageError(Exception):
+    pass
+
+
+def argv_text(value):
+    """An argument as it is stored: bytes that were not UTF-8 (kept by Python as lone
+    surrogates, which no store can encode) become U+FFFD; `jobmon query` does the same."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def parse_tags(items):
@@ -47,22 +52,45 @@ def parse_tags(items):
         k, sep, v = item.partition("=")
         if not sep or not k or not all(c.isalnum() or c in "_.-" for c in k):
             raise ValueError(f"bad --tag {item!r}: expected KEY=VALUE, KEY of letters, digits, _ . -")
-        tags[k] = v
+        tags[k] = argv_text(v)
     return tags
 
 
 def parse(argv):
-    args = parser().parse_args(argv)
-    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if not cmd:
-        parser().error("no command given (jobmon run [OPTIONS] -- CMD [ARGS...])")
-    if args.interval <= 0:
-        parser().error("--interval must be > 0")
-    try:
-        args.tags = parse_tags(args.tag)
-    except ValueError as e:
-        parser().error(str(e))
-    args.cmd = cmd
+    """Args from `jobmon run`'s arguments; UsageError says what is wrong."""
+    args, tags, i = Args(), [], 0
+    while i < len(argv) and argv[i].startswith("--") and argv[i] != "--":
+        name, sep, value = argv[i].partition("=")
+        if name == "--no-wait" and not sep:
+            args.wait = False
+            i += 1
+            continue
+        if name not in OPTIONS:
+            raise UsageError(f"unknown option {name}")
+        if not sep:
+            if i + 1 >= len(argv):
+                raise UsageError(f"{name} needs a value")
+            value, i = argv[i + 1], i + 1
+        i += 1
+        attr, convert, allowed = OPTIONS[name]
+        try:
+            value = convert(value)
+        except ValueError:
+            raise UsageError(f"{name}: not a number: {value!r}")
+        if allowed and value not in allowed:
+            raise UsageError(f"{name} must be one of {', '.join(map(str, allowed))}")
+        if attr == "tag":
+            tags.append(value)
+        else:
+            setattr(args, attr, value)
+    args.cmd = argv[i + 1:] if argv[i:i + 1] == ["--"] else argv[i:]
+    if not args.cmd:
+        raise UsageError("no command given")
+    if not args.interval > 0:
+        raise UsageError("--interval must be > 0")
+    args.tags = parse_tags(tags)
+    if args.job_id is not None:
+        args.job_id = argv_text(args.job_id)
     return args
 
 
@@ -72,21 +100,41 @@ def warn(msg):
 
 
 def main(argv):
-    args = parse(argv)
+    try:
+        args = parse(argv)
+    except (UsageError, ValueError) as e:   # ValueError: a bad --tag
+        sys.stderr.write(f"usage: {USAGE}\njobmon run: error: {e} (see jobmon run --help)\n")
+        sys.exit(2)
+    run(args)
+
+
+def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None):
+    """One command's whole life under the sampler, for `jobmon run` and the scheduler
+    wrappers. identity: the scheduler plugin's Identity (job id, scheduler, run, tags);
+    choose_cgroup(name): the wrapper's own cgroup policy; start_failed(StartError): told
+    before jobmon exits because the command could not be started; on_end(summary): told
+    once the job has ended and been recorded (the wrapper's report card); its failures
+    never change the exit status."""
     start = time.time()
     t0 = time.monotonic()
     launcher.block_signals()
     launcher.set_subreaper()
-    cg = cgroups.for_job(args.cgroup, args.cgroup_version, f"jobmon-{os.getpid()}")
+    name = f"jobmon-{os.getpid()}"
+    cg = choose_cgroup(name) if choose_cgroup else \
+        cgroups.for_job(args.cgroup, args.cgroup_version, name)
     if cg is None and args.cgroup in ("create", "existing"):
         warn(f"no usable cgroup ({args.cgroup}); measuring through /proc")
+    base = counters_now(cg) if cg is not None and not cg.created else None
     tramp = trampoline.load()
+    overhead = {}
     try:
-        pid = launcher.spawn(args.cmd, cg, tramp)
+        pid = launcher.spawn(args.cmd, cg, tramp, overhead)
     except launcher.StartError as e:
         if cg:
             cg.remove()
         warn(str(e))
+        if start_failed:
+            start_failed(e)
         sys.exit(e.status)
     finally:
         if tramp is not None:
@@ -97,30 +145,63 @@ def main(argv):
                                   "running (part of the job's cost; --no-wait ends here)"))
     job = None
     try:
-        job = start_session(args, cg, start, t0, sup.reaped_peak)
+        job = start_session(args, cg, start, t0, sup.reaped_peak, identity, command=pid,
+                            base=base, overhead=overhead)
         sup.on_tick, sup.interval = job.tick, args.interval
     except Exception as e:  # monitoring could not start: the command runs all the same
         warn(f"monitoring disabled: {e}")
     sup.run(time.monotonic)
+    summary = None
     if job:
         try:
-            finish(job, sup, cg, args)
+            summary = finish(job, sup, cg, args)
         except Exception as e:
             warn(f"could not record the end of the job: {e}")
     if cg:
         cg.remove()
+    if on_end and summary is not None:
+        try:
+            on_end(summary)
+        except Exception as e:
+            warn(f"after the job: {e}")
     launcher.exit_like(sup.status)
 
 
-def start_session(args, cg, start, t0, kernel_peak):
+def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None, base=None,
+                  overhead=None):
     from .session import Session, describe_job, open_probe, open_sinks
-    probe = open_probe(cg, warn)
-    job = describe_job(args.job_id, probe.method, start, args.tags, args.cmd, args.interval)
+    probe = open_probe(cg, warn, command=command)
+    if identity is None:
+        job = describe_job(args.job_id, probe.method, start, args.tags, args.cmd, args.interval)
+    else:
+        job = describe_job(identity.job, probe.method, start, identity.tags, args.cmd,
+                           args.interval, identity.scheduler, identity.run)
     session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
                       args.interval, t0=t0, kernel_peak=kernel_peak)
-    if cg is not None and not cg.created:
-        session.zero()  # an existing cgroup counts from its own creation
+    if base is not None:     # an existing cgroup: count from the command's start
+        session.sampler.base = base
+    elif cg is not None and not cg.created:
+        session.zero()
+    for k, v in (overhead or {}).items():   # the trampoline's CPU is jobmon's
+        session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
     return session
+
+
+def counters_now(cg):
+    """An existing cgroup's counters just before the command starts, or None. Its counters
+    run from the cgroup's creation; subtracted at the first sample instead, they would lose
+    what the command used while jobmon set the sampler up."""
+    from .metrics import COUNTERS
+    from .probes import select
+    try:
+        probe = select(cgroups=cg)
+        try:
+            values = probe.read()
+        finally:
+            probe.close()
+    except Exception:
+        return None
+    return {k: values[k] for k in COUNTERS if k in values}
 
 
 def finish(job, sup, cg, args):
@@ -135,6 +216,7 @@ def finish(job, sup, cg, args):
     summary = job.finish(sup.status, sup.leftovers, extra)
     if args.summary:
         write_json(args.summary, summary)
+    return summary
 
 
 def write_json(path, obj):

@@ -7,7 +7,7 @@ plugins' entry points run inside every job and must stay light.
 """
 import importlib
 
-SCHEDULERS = {}    # name -> module, filled as plugins are added
+SCHEDULERS = {"htcondor": ".condor", "slurm": ".slurm"}   # name -> module (relative to this package)
 
 
 class Identity:

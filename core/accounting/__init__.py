@@ -8,7 +8,7 @@ import importlib
 
 # name -> module; each module has `source(cfg)` returning a Source, or None when that
 # scheduler's tools are not available on this host
-SOURCES = {}
+SOURCES = {"htcondor": ".condor_history", "slurm": ".sacct"}
 
 
 class Source:
