@@ -1,0 +1,140 @@
+"""Multi-node and heterogeneous jobs: two slurmd on this machine (Debian builds Slurm with
+multiple-slurmd support), each a node with its own cgroup tree (`slurm_<node>` on v1),
+jobmon's Prolog and Epilog on both. Each node's sampler records its own part of the job
+from its own node's cgroup (never the other node's directory of the same job), and
+`jobmon query` joins the parts and sets sacct's record beside them.
+
+Both nodes share one machine: each node's part is shipped by a shipper of its own with
+`host` = the node, as each node's shipper does on a real cluster.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import JOBMON
+from slurm.common import SBIN_PATH
+from slurm_site import JobmonSite, wait_no_samplers
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+BURN = "import time\nwhile time.process_time() < {s}: pass"
+TWO_NODES = ("#!/bin/sh\n#SBATCH -N2\n"
+             f"srun -N2 /usr/bin/python3 -c \"{BURN.format(s=0.4)}\"\n")
+HET = ("#!/bin/sh\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH -n1\n"
+       f"srun --het-group=0,1 /usr/bin/python3 -c \"{BURN.format(s=0.3)}\"\n")
+
+
+@pytest.fixture(scope="module")
+def two_nodes(influx_server):
+    from slurm import Cluster, have_slurm
+    from slurm.cgroups import version
+    why = have_slurm()
+    if why:
+        pytest.skip(f"Slurm test cluster: {why}")
+    if version() != "v1":
+        pytest.skip("several slurmd on one machine: the harness does it on cgroup v1")
+    site = JobmonSite(influx_server, db="slurm_multinode")
+    c = Cluster(prologs=[site.prolog], epilogs=[site.epilog], nodes=2).start()
+    site.cluster = c
+    try:
+        ids = {"two": c.submit(TWO_NODES), "het": c.submit(HET)}
+        for jid in ids.values():
+            c.wait(jid)
+        recs = {jid: site.wait_record(jid, runs=n) for jid, n in
+                ((str(ids["two"]), 2), (f"{ids['het']}+0", 1), (f"{ids['het']}+1", 1))}
+        recs.update(site.records())     # the steps' records too
+        for node in c.spec.nodes:       # the spool is empty after
+            ship_as(site, node)
+        yield site, ids, recs
+        assert c.drained_nodes() == []
+        assert wait_no_samplers(c) == []
+    finally:
+        c.stop()
+        site.close()
+    assert not c.leftovers, f"left running: {c.leftovers}"
+    assert not c.cgroups_left, c.cgroups_left
+
+
+def ship_as(site, node):
+    """Ship the node's part of the spool as that node's own shipper would (`host` = the
+    node): on a real cluster each node has its shipper and its host."""
+    d = os.path.join(site.dir, f"ship-{node}")
+    spool, state = os.path.join(d, "spool"), os.path.join(d, "state")
+    os.makedirs(d)
+    with open(site.config) as f:
+        text = f.read().replace(f'dir = "{site.spool}"', f'dir = "{spool}"').replace(
+            f'state_dir = "{site.state}"', f'host = "{node}"\nstate_dir = "{state}"')
+    config = os.path.join(d, "jobmon.toml")
+    with open(config, "w") as f:
+        f.write(text)
+    env = dict(site.env(), JOBMON_CONFIG=config)
+    subprocess.run([JOBMON, "ship"], env=env, capture_output=True, timeout=120)  # sets it up
+    for rec in [r for rs in site.records().values() for r in rs]:
+        if rec.job_tags.get("node") == node:
+            os.rename(rec.path, os.path.join(spool, os.path.basename(rec.path)))
+    r = subprocess.run([JOBMON, "ship"], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def query_json(site, job):
+    env = dict(site.env(), PATH=SBIN_PATH, SLURM_CONF=site.cluster.conf)
+    r = subprocess.run([JOBMON, "query", str(job), "--json"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def cpu(summary):
+    return summary["cpu_user_seconds"] + summary["cpu_system_seconds"]
+
+
+def test_one_sampler_per_node_each_its_own_part(two_nodes):
+    site, ids, spooled = two_nodes
+    jid = str(ids["two"])
+    recs = [r for r in spooled[jid] if r.summary]
+    nodes = site.cluster.spec.nodes
+    assert sorted(r.job_tags["node"] for r in recs) == sorted(nodes)
+    for rec in recs:
+        assert rec.job_tags["num_nodes"] == "2" and rec.job_tags["job_id"] == jid
+        assert rec.summary["method"] == "cgroup-v1"
+        assert rec.job_tags["measured"] in ("job-cgroup", "job-cgroup-last-read")
+        # each node ran one task of 0.4 s (the first also the batch shell): its own part
+        assert 0.4 <= cpu(rec.summary) < 0.8, (rec.job_tags["node"], cpu(rec.summary))
+        steps = {r.job_tags["step"] for r in spooled.get(f"{jid}.0", [])
+                 if r.job_tags.get("node") == rec.job_tags["node"]}
+        assert steps == {"0"}
+
+
+def test_query_joins_the_nodes_and_sacct(two_nodes):
+    site, ids, spooled = two_nodes
+    jid = str(ids["two"])
+    recs = [r for r in spooled[jid] if r.summary]
+    doc = query_json(site, jid)
+    assert sorted(h["host"] for h in doc["hosts"]) == sorted(site.cluster.spec.nodes)
+    total = cpu(doc["summary"])
+    assert abs(total - sum(cpu(r.summary) for r in recs)) < 0.01
+    sch = doc["scheduler"]
+    slurm = {label: value for label, value, _unit in sch["figures"]}
+    assert sch["end"]["num_nodes"] == 2 and slurm["state"] == "COMPLETED"
+    assert abs(slurm["TotalCPU"] - total) < max(0.1, 0.02 * total), (slurm["TotalCPU"], total)
+    assert not [d for d in sch["differences"] if d["field"] == "cpu_seconds"]
+
+
+def test_het_components_on_their_nodes(two_nodes):
+    site, ids, spooled = two_nodes
+    het = str(ids["het"])
+    parts = {}
+    for offset in (0, 1):
+        [rec] = [r for r in spooled[f"{het}+{offset}"] if r.summary]
+        assert rec.job_tags["het_job_id"] == het
+        assert 0.3 <= cpu(rec.summary) < 0.6
+        parts[offset] = rec.job_tags["node"]
+        doc = query_json(site, f"{het}+{offset}")
+        sch = doc["scheduler"]
+        assert sch["end"]["job"] == f"{het}+{offset}"
+        assert sch["end"]["het_job_offset"] == str(offset)
+        slurm = {label: value for label, value, _unit in sch["figures"]}
+        assert abs(slurm["TotalCPU"] - cpu(rec.summary)) < 0.1
+    assert sorted(parts.values()) == sorted(site.cluster.spec.nodes)   # never shared

@@ -1,0 +1,55 @@
+"""The attach mode's Held probe on a real cgroup that its scheduler removes right after
+the job: everything the session asks for after the end (the final figures, the pids
+controller's peak) comes from the last look while the cgroup was there, never from a
+removed cgroup's files (they answer ENODEV)."""
+import os
+import subprocess
+
+import pytest
+
+from jobmon.cgroups import JobCgroups
+from jobmon.session import open_probe
+from jobmon.watch_probe import Held
+
+V1 = "/sys/fs/cgroup"
+CONTROLLERS = ("cpuacct", "memory", "pids")
+
+
+@pytest.fixture
+def v1_job_cgroup():
+    """A job's cgroup as a scheduler makes it on a v1 host."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (makes cgroups)")
+    if not all(os.path.isfile(os.path.join(V1, c, "cgroup.procs")) for c in CONTROLLERS):
+        pytest.skip("no v1 cpuacct, memory and pids hierarchies here")
+    name = f"jobmon-held-{os.getpid()}"
+    dirs = {c: os.path.join(V1, c, name) for c in CONTROLLERS}
+    for d in dirs.values():
+        os.mkdir(d)
+    try:
+        has_peak = os.path.exists(os.path.join(dirs["pids"], "pids.peak"))
+        yield JobCgroups(1, dirs) if has_peak else None
+    finally:
+        for d in dirs.values():
+            if os.path.isdir(d):
+                os.rmdir(d)
+
+
+def test_pids_peak_held_once_the_cgroup_is_gone(v1_job_cgroup):
+    cg = v1_job_cgroup
+    if cg is None:
+        pytest.skip("no pids.peak here (Linux before 6.1)")
+    # three processes in the job at once: its peak
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 0.5 & sleep 0.5 & wait"],
+                         preexec_fn=lambda: [open(os.path.join(d, "cgroup.procs"), "w").write("0")
+                                             for d in cg.dirs.values()])
+    held = Held(open_probe(cg, warn=lambda m: None))
+    held.read()
+    p.wait()
+    held.freeze()                       # the job is over: the final look
+    for d in cg.dirs.values():          # the scheduler removes the cgroup
+        os.rmdir(d)
+    with pytest.raises(OSError):        # what the session would otherwise meet
+        held.probe.tasks_peak()
+    assert held.tasks_peak() >= 3
+    assert held.read()["procs"] == 0 and held.read()["cpu_user_seconds"] >= 0
