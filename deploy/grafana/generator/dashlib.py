@@ -1,0 +1,231 @@
+"""Small builders for Grafana dashboard JSON (the dashboard JSON model of Grafana 11.6,
+schemaVersion 41), InfluxQL targets and template variables. Plain dicts: what is written
+here is what Grafana reads, so the generated files stay reviewable.
+
+Conventions the tests hold the queries to: every measurement, tag and field is written in
+double quotes and is defined by docs/schema.md; aliases and subquery columns are bare
+words; every query reads `$__timeFilter` (or is a SHOW query for a variable)."""
+
+GRAFANA_VERSION = "11.6"
+SCHEMA_VERSION = 41
+DATASOURCE_UID = "jobmon-influxdb"       # deploy/grafana/provisioning/datasources
+DS = {"type": "influxdb", "uid": "${datasource}"}
+
+SAMPLE, JOB, SHIPPER = "jobmon_sample", "jobmon_job", "jobmon_shipper"
+# the job's filters as regex matches: a multi-value or "All" (.*) variable, and a job
+# without the tag (an empty value in InfluxQL) still matches "All"
+FILTER_TAGS = ("cluster", "account", "group", "user", "host")
+
+
+def match(*tags):
+    return " AND ".join(f'"{t}" =~ /^${t}$/' for t in tags)
+
+
+def target(query, ref="A", fmt="time_series", alias=None):
+    t = {"refId": ref, "datasource": DS, "query": query, "rawQuery": True,
+         "resultFormat": fmt}
+    if alias:
+        t["alias"] = alias
+    return t
+
+
+def table_target(query, ref="A"):
+    return target(query, ref, fmt="table")
+
+
+class Grid:
+    """Places panels left to right in Grafana's 24-column grid, wrapping rows."""
+
+    def __init__(self):
+        self.x = self.y = self.row_h = 0
+        self.next_id = 1
+
+    def place(self, w, h):
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def new_id(self):
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def panel(grid, kind, title, targets, w=12, h=8, unit=None, description=None, custom=None,
+          options=None, overrides=None, links=None, transformations=None, decimals=None,
+          thresholds=None, mappings=None, interval=None):
+    defaults = {}
+    if unit:
+        defaults["unit"] = unit
+    if decimals is not None:
+        defaults["decimals"] = decimals
+    if custom:
+        defaults["custom"] = custom
+    if links:
+        defaults["links"] = links
+    if mappings:
+        defaults["mappings"] = mappings
+    if thresholds:
+        defaults["thresholds"] = {"mode": "absolute", "steps": [
+            {"color": c, "value": v} for v, c in thresholds]}
+    p = {"id": grid.new_id(), "type": kind, "title": title, "datasource": DS,
+         "gridPos": grid.place(w, h), "targets": targets,
+         "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
+         "options": options or {}}
+    if description:
+        p["description"] = description
+    if transformations:
+        p["transformations"] = transformations
+    if interval:
+        p["interval"] = interval
+    return p
+
+
+def row(grid, title):
+    if grid.x:
+        grid.x, grid.y, grid.row_h = 0, grid.y + grid.row_h, 0
+    p = {"id": grid.new_id(), "type": "row", "title": title, "collapsed": False,
+         "gridPos": {"h": 1, "w": 24, "x": 0, "y": grid.y}, "panels": []}
+    grid.y += 1
+    return p
+
+
+def text(grid, title, content, w=24, h=3):
+    p = {"id": grid.new_id(), "type": "text", "title": title, "gridPos": grid.place(w, h),
+         "options": {"mode": "markdown", "content": content}}
+    return p
+
+
+def timeseries(grid, title, targets, unit=None, stack=False, points=False, **kw):
+    custom = {"drawStyle": "points" if points else "line", "lineWidth": 1,
+              "fillOpacity": 30 if stack else 0, "spanNulls": False, "showPoints": "auto",
+              "stacking": {"mode": "normal" if stack else "none", "group": "A"}}
+    if points:
+        custom["pointSize"] = 6
+    return panel(grid, "timeseries", title, targets, unit=unit, custom=custom,
+                 options={"legend": {"displayMode": "table", "placement": "right",
+                                     "showLegend": True, "calcs": ["max", "mean"]},
+                          "tooltip": {"mode": "multi", "sort": "desc"}}, **kw)
+
+
+def stat(grid, title, targets, unit=None, w=6, h=4, **kw):
+    return panel(grid, "stat", title, targets, w=w, h=h, unit=unit,
+                 options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "",
+                                            "values": False},
+                          "colorMode": "value", "graphMode": "none", "textMode": "auto",
+                          "justifyMode": "auto", "orientation": "auto"}, **kw)
+
+
+def table(grid, title, targets, w=24, h=8, sort=None, hidden=(), **kw):
+    overrides = kw.pop("overrides", [])
+    for name in hidden:
+        overrides.append({"matcher": {"id": "byName", "options": name},
+                          "properties": [{"id": "custom.hidden", "value": True}]})
+    options = {"showHeader": True, "cellHeight": "sm",
+               "footer": {"show": False, "reducer": ["sum"], "countRows": False}}
+    if sort:
+        options["sortBy"] = [{"displayName": sort, "desc": True}]
+    return panel(grid, "table", title, targets, w=w, h=h, options=options,
+                 overrides=overrides, custom={"align": "auto", "cellOptions": {"type": "auto"}},
+                 **kw)
+
+
+def unit_override(name, unit):
+    return {"matcher": {"id": "byName", "options": name},
+            "properties": [{"id": "unit", "value": unit}]}
+
+
+def barchart(grid, title, targets, unit=None, w=12, h=8, **kw):
+    return panel(grid, "barchart", title, targets, w=w, h=h, unit=unit,
+                 options={"orientation": "horizontal", "showValue": "auto",
+                          "legend": {"displayMode": "list", "placement": "bottom",
+                                     "showLegend": True},
+                          "tooltip": {"mode": "single", "sort": "none"}},
+                 custom={"fillOpacity": 80, "lineWidth": 1}, **kw)
+
+
+def histogram(grid, title, targets, unit="percent", w=12, h=8, **kw):
+    return panel(grid, "histogram", title, targets, w=w, h=h, unit=unit,
+                 options={"bucketCount": 10, "combine": False,
+                          "legend": {"displayMode": "list", "placement": "bottom",
+                                     "showLegend": True}}, **kw)
+
+
+def piechart(grid, title, targets, unit=None, w=8, h=8, **kw):
+    return panel(grid, "piechart", title, targets, w=w, h=h, unit=unit,
+                 options={"pieType": "donut", "displayLabels": ["name", "percent"],
+                          "reduceOptions": {"calcs": ["sum"], "fields": "", "values": False},
+                          "legend": {"displayMode": "list", "placement": "right",
+                                     "showLegend": True}}, **kw)
+
+
+# --- template variables ---------------------------------------------------------------------
+
+def datasource_var():
+    return {"type": "datasource", "name": "datasource", "label": "InfluxDB", "query": "influxdb",
+            "current": {"text": "jobmon InfluxDB", "value": DATASOURCE_UID},
+            "hide": 0, "refresh": 1, "regex": "", "multi": False, "includeAll": False}
+
+
+def tag_var(name, where=(), measurement=JOB, multi=True, label=None, description=None):
+    """A tag's values; multi-value with an "All" of `.*`, so jobs without the tag match."""
+    q = f'SHOW TAG VALUES FROM "{measurement}" WITH KEY = "{name}"'
+    if where:
+        q += " WHERE " + " AND ".join(where)
+    v = {"type": "query", "name": name, "label": label or name, "datasource": DS, "query": q,
+         "refresh": 2, "sort": 1, "multi": multi, "includeAll": multi, "hide": 0,
+         "regex": "", "options": []}
+    if multi:
+        v["allValue"] = ".*"
+        v["current"] = {"text": ["All"], "value": ["$__all"]}
+    else:
+        v["current"] = {}
+    if description:
+        v["description"] = description
+    return v
+
+
+def filter_vars(*names, single=()):
+    """The usual chain: each variable's values narrowed by the ones before it."""
+    out, before = [datasource_var()], []
+    for name in names:
+        out.append(tag_var(name, where=before[:], multi=name not in single))
+        # a single-value variable is substituted as it is: compare, don't match
+        before.append(f"\"{name}\" = '${name}'" if name in single else match(name))
+    return out
+
+
+def dashboard(uid, title, description, panels, variables, time_from="now-24h", links=(),
+              tags=()):
+    return {
+        "uid": uid, "title": title, "description": description,
+        "tags": ["jobmon"] + list(tags), "timezone": "browser", "editable": True,
+        "graphTooltip": 1, "schemaVersion": SCHEMA_VERSION, "version": 1, "refresh": "",
+        "fiscalYearStartMonth": 0, "liveNow": False, "weekStart": "",
+        "time": {"from": time_from, "to": "now"},
+        "timepicker": {"refresh_intervals": ["1m", "5m", "15m", "1h"]},
+        "templating": {"list": variables},
+        "annotations": {"list": [{
+            "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+            "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+            "name": "Annotations & Alerts", "type": "dashboard"}]},
+        "links": [dict(link, type="link", targetBlank=False, keepTime=True,
+                       includeVars=False, asDropdown=False, icon="dashboard", tags=[],
+                       tooltip="") for link in links],
+        "panels": panels,
+    }
+
+
+def job_link(field="job", host_field=None):
+    """A data link from a table's job column to the single-job dashboard."""
+    url = f"/d/jobmon-job/jobmon-job?var-job=${{__data.fields.{field}}}&${{__url_time_range}}"
+    if host_field:
+        url += f"&var-host=${{__data.fields.{host_field}}}"
+    return [{"title": "open job ${__data.fields.%s}" % field, "url": url}]
+
+
+def field_links(field, links):
+    return {"matcher": {"id": "byName", "options": field},
+            "properties": [{"id": "links", "value": links}]}

@@ -1,0 +1,133 @@
+"""The single-job dashboard: one job (and run) over time, its summary, efficiency and the
+scheduler's figures."""
+from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, panel, row, stat, table,
+                     table_target, tag_var, target, text, timeseries, unit_override)
+
+F = "\"job\" = '$job' AND \"run\" =~ /^$run$/ AND \"host\" =~ /^$host$/ AND $__timeFilter"
+BY_TIME = "GROUP BY time($__interval), \"host\" fill(none)"
+# an allocation is one figure per job (its summary point, at the job's start): carried
+# forward over the range so it draws as a line against the samples
+ALLOC = "GROUP BY time($__interval), \"host\" fill(previous)"
+PERCENT = [(None, "red"), (25, "orange"), (50, "yellow"), (75, "green")]
+
+ADVICE = """\
+**Reading the signals.** `cpu_idle_samples`: samples in which the job used under 1 % of a
+core while it ran (a stalled job). `mem_rising` = 1: the memory footprint rose steadily
+(a leak?), by `mem_growth_bytes_per_hour`. `gpu_idle_samples`: samples with GPUs allocated
+but idle. `leftover_procs`: processes still running when the command exited. CPU efficiency
+under 50 %: ask for fewer cores; memory efficiency under 50 %: ask for less memory.
+`jobmon report $job` prints the full advice."""
+
+
+def build():
+    g = Grid()
+    p = [row(g, "Summary")]
+    p.append(stat(g, "CPU and memory efficiency", [target(
+        f'SELECT last("cpu_efficiency_percent") AS cpu, last("mem_efficiency_percent") AS mem '
+        f'FROM "{JOB}" WHERE {F}', fmt="table")], unit="percent", thresholds=PERCENT,
+        description="CPU time / (cores allocated x wall time); peak resident memory / "
+                    "memory allocated."))
+    p.append(stat(g, "Outcome", [target(
+        f'SELECT last("outcome") AS outcome, last("outcome_reason") AS reason '
+        f'FROM "{JOB}" WHERE {F}', fmt="table")],
+        description="goodput: the job completed; badput: it failed, was killed or evicted.",
+        mappings=[{"type": "value", "options": {
+            "goodput": {"color": "green", "index": 0},
+            "badput": {"color": "red", "index": 1}}}]))
+    p.append(stat(g, "Core-hours", [target(
+        f'SELECT sum("provisioned_core_hours") AS provisioned, sum("used_core_hours") AS used, '
+        f'sum("idle_core_hours") AS idle, sum("idle_canonical_core_hours") AS idle_canonical '
+        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=3,
+        description="Provisioned, used and idle core-hours; idle canonical core-hours count "
+                    "idle memory too, in whole canonical units (1 core + 2 GiB)."))
+    p.append(stat(g, "GPU-hours", [target(
+        f'SELECT sum("gpu_hours") AS gpu_hours, sum("idle_gpu_hours") AS idle_gpu_hours '
+        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=3))
+    p.append(table(g, "Job summary", [table_target(
+        f'SELECT "start_time" * 1000 AS started, "end_time" * 1000 AS ended, "wall_seconds", "exit_code", "signal", '
+        f'"cpu_user_seconds", "cpu_system_seconds", "cpu_cores_avg", "rss_peak_bytes", '
+        f'"mem_peak_bytes", "swap_peak_bytes", "read_bytes", "write_bytes", "procs_max", '
+        f'"threads_max", "leftover_procs", "samples", "interval_seconds", "method", "command" '
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run", "user"')], h=6,
+        overrides=[unit_override(n, "bytes") for n in (
+            "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "read_bytes",
+            "write_bytes")] + [unit_override(n, "s") for n in (
+                "wall_seconds", "cpu_user_seconds", "cpu_system_seconds")]
+        + [unit_override(n, "dateTimeAsIso") for n in ("started", "ended")],
+        description="The end-of-job summary point (docs/metrics.md), one row per node."))
+    p.append(table(g, "Advice signals", [table_target(
+        f'SELECT last("cpu_idle_samples") AS cpu_idle_samples, last("mem_rising") AS mem_rising, '
+        f'last("mem_growth_bytes_per_hour") AS mem_growth_per_hour, '
+        f'last("gpu_idle_samples") AS gpu_idle_samples, last("leftover_procs") AS leftover_procs '
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host"')], w=12, h=5,
+        overrides=[unit_override("mem_growth_per_hour", "bytes")],
+        mappings=[{"type": "value", "options": {"1": {"text": "yes", "color": "red"}}}]))
+    p.append(text(g, "Advice", ADVICE, w=12, h=5))
+
+    p.append(row(g, "Over time"))
+    p.append(timeseries(g, "CPU cores: used vs allocated", [
+        target(f'SELECT mean("cpu_cores") AS used FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+               alias="used $tag_host"),
+        target(f'SELECT last("cores_allocated") AS allocated FROM "{JOB}" WHERE {F} {ALLOC}',
+               ref="B", alias="allocated $tag_host"),
+        target(f'SELECT last("cores_requested") AS requested FROM "{JOB}" WHERE {F} {ALLOC}',
+               ref="C", alias="requested $tag_host")], unit="none", decimals=2))
+    p.append(timeseries(g, "Memory, each definition, vs request", [
+        target(f'SELECT mean("mem_resident_bytes") AS resident, mean("mem_cache_bytes") AS cache, '
+               f'mean("mem_swap_bytes") AS swap, max("mem_resident_peak_bytes") AS resident_peak, '
+               f'max("mem_peak_bytes") AS cgroup_peak FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+               alias="$col $tag_host"),
+        target(f'SELECT last("mem_requested_bytes") AS requested, '
+               f'last("mem_allocated_bytes") AS allocated FROM "{JOB}" WHERE {F} {ALLOC}',
+               ref="B", alias="$col $tag_host")], unit="bytes",
+        description="resident: anonymous + shared memory (what the job needs); cache: its "
+                    "page cache (reclaimable); cgroup_peak: the kernel's high-water mark, "
+                    "page cache included (cgroup mode only)."))
+    p.append(timeseries(g, "I/O rates", [target(
+        f'SELECT non_negative_derivative(last("read_bytes"), 1s) AS read_rate, '
+        f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
+        f'non_negative_derivative(last("rchar_bytes"), 1s) AS rchar_rate, '
+        f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="Bps",
+        description="read/write: storage; rchar/wchar: every read()/write()-like call."))
+    p.append(timeseries(g, "Processes and threads", [target(
+        f'SELECT max("procs") AS procs, max("threads") AS threads FROM "{SAMPLE}" '
+        f'WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="none"))
+    p.append(timeseries(g, "GPU utilization", [
+        target(f'SELECT mean("gpu_util_percent") AS util FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+               alias="util $tag_host"),
+        target(f'SELECT max("gpu_count") AS gpus FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+               ref="B", alias="GPUs $tag_host")], unit="percent",
+        overrides=[unit_override("gpus", "none")]))
+    p.append(timeseries(g, "GPU memory and energy", [target(
+        f'SELECT max("gpu_mem_bytes") AS gpu_mem, '
+        f'non_negative_derivative(last("gpu_energy_joules"), 1s) AS gpu_watts '
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="bytes",
+        overrides=[unit_override("gpu_watts", "watt")]))
+
+    p.append(row(g, "Scheduler"))
+    p.append(table(g, "Requested and allocated (scheduler's figures)", [table_target(
+        f'SELECT "cores_requested", "cores_allocated", "mem_requested_bytes", '
+        f'"mem_allocated_bytes", "gpus_requested", "gpus_allocated", "canonical_units", '
+        f'"tags" FROM "{JOB}" WHERE {F} '
+        f'GROUP BY "scheduler", "cluster", "account", "group", "partition", "queue", '
+        f'"host", "run"')], h=6,
+        overrides=[unit_override(n, "bytes") for n in (
+            "mem_requested_bytes", "mem_allocated_bytes")],
+        description="What the job asked for and was given, from the scheduler (HTCondor's "
+                    "job ad, Slurm's allocation, or `--tag request_cpus=`), and the job's "
+                    "other scheduler tags as the `tags` JSON."))
+
+    variables = filter_vars("cluster", "user", "account", "group", "host")
+    variables.append(tag_var("job", where=[f'"{t}" =~ /^${t}$/' for t in (
+        "cluster", "user", "account", "group", "host")], multi=False,
+        description="Job id as users type it (HTCondor 123.0, Slurm 12345_7)."))
+    variables.append(tag_var("run", where=["\"job\" = '$job'"],
+                             description="Which run of a job the scheduler ran more than once"))
+    return dashboard(
+        "jobmon-job", "jobmon: single job",
+        "One job: CPU, memory, I/O, processes and GPUs over time, its summary, efficiency "
+        "and the scheduler's figures.", p, variables, time_from="now-7d",
+        links=[{"title": "node", "url": "/d/jobmon-node/jobmon-node?var-host=${host}"},
+               {"title": "user", "url": "/d/jobmon-user/jobmon-user?var-user=${user}"},
+               {"title": "cluster overview", "url": "/d/jobmon-cluster/jobmon-cluster"}])

@@ -1,0 +1,65 @@
+"""The node dashboard: every job on one host over time, stacked, and the node's shipper."""
+from dashlib import (JOB, SAMPLE, SHIPPER, Grid, dashboard, field_links, filter_vars, job_link,
+                     row, stat, table, table_target, target, timeseries, unit_override)
+
+H = "\"host\" = '$host' AND \"cluster\" =~ /^$cluster$/ AND $__timeFilter"
+PER_JOB = "GROUP BY time($__interval), \"job\", \"run\" fill(none)"
+
+
+def total(field, alias):
+    """The node's total over its jobs in each interval (sum of the per-job means)."""
+    return (f'SELECT sum(v) AS {alias} FROM (SELECT mean("{field}") AS v FROM "{SAMPLE}" '
+            f'WHERE {H} GROUP BY time($__interval), "job", "run") '
+            f'WHERE $__timeFilter GROUP BY time($__interval) fill(none)')
+
+
+def build():
+    g = Grid()
+    p = [row(g, "Jobs on $host")]
+    p.append(timeseries(g, "CPU cores by job (stacked)", [
+        target(f'SELECT mean("cpu_cores") FROM "{SAMPLE}" WHERE {H} {PER_JOB}',
+               alias="$tag_job $tag_run")], unit="none", stack=True, decimals=2,
+        description="Each job's cores in use, stacked: their sum is the node's load from "
+                    "monitored jobs. Compare with the node's core count (a threshold line: "
+                    "edit the panel's thresholds to your node size)."))
+    p.append(timeseries(g, "Resident memory by job (stacked)", [
+        target(f'SELECT mean("mem_resident_bytes") FROM "{SAMPLE}" WHERE {H} {PER_JOB}',
+               alias="$tag_job $tag_run")], unit="bytes", stack=True))
+    p.append(timeseries(g, "Node total from jobs", [
+        target(total("cpu_cores", "cores_used"), alias="cores used"),
+        target(total("mem_resident_bytes", "resident"), ref="B", alias="resident memory")],
+        unit="none", overrides=[unit_override("resident", "bytes")],
+        description="Cores and resident memory used by all monitored jobs on the node."))
+    p.append(stat(g, "Allocated to the jobs that started in the range", [target(
+        f'SELECT sum("cores_allocated") AS cores, sum("mem_allocated_bytes") AS memory '
+        f'FROM "{JOB}" WHERE {H}', fmt="table")], w=12,
+        overrides=[unit_override("memory", "bytes")]))
+    p.append(timeseries(g, "Storage writes by job (stacked)", [
+        target(f'SELECT non_negative_derivative(last("write_bytes"), 1s) FROM "{SAMPLE}" '
+               f'WHERE {H} {PER_JOB}', alias="$tag_job $tag_run")], unit="Bps", stack=True))
+    p.append(table(g, "Jobs that started on $host", [table_target(
+        f'SELECT "wall_seconds", "cpu_cores_avg", "cores_allocated", "cpu_efficiency_percent", '
+        f'"rss_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", "exit_code", '
+        f'"outcome" FROM "{JOB}" WHERE {H} GROUP BY "job", "run", "user"')], h=9,
+        sort="wall_seconds",
+        overrides=[unit_override(n, "bytes") for n in ("rss_peak_bytes", "mem_allocated_bytes")]
+        + [unit_override("wall_seconds", "s"),
+           field_links("job", job_link("job"))],
+        description="Click a job for its own dashboard."))
+
+    p.append(row(g, "Shipper on $host"))
+    p.append(timeseries(g, "Spool backlog", [target(
+        f'SELECT last("spool_bytes") AS spool_bytes FROM "{SHIPPER}" WHERE "reason" = \'\' '
+        f'AND {H} GROUP BY time($__interval) fill(none)')], unit="bytes"))
+    p.append(stat(g, "Last successful write", [target(
+        f'SELECT last("last_success") * 1000 AS last_success FROM "{SHIPPER}" '
+        f'WHERE "reason" = \'\' AND {H}', fmt="table")], unit="dateTimeFromNow", w=12))
+
+    variables = filter_vars("cluster", "host", single=("host",))
+    variables[-1]["query"] = f'SHOW TAG VALUES FROM "{SAMPLE}" WITH KEY = "host" ' \
+                             f'WHERE "cluster" =~ /^$cluster$/'
+    return dashboard(
+        "jobmon-node", "jobmon: node",
+        "All monitored jobs on one host over time, stacked, and that node's shipper.",
+        p, variables, time_from="now-24h",
+        links=[{"title": "cluster overview", "url": "/d/jobmon-cluster/jobmon-cluster"}])

@@ -1,0 +1,65 @@
+"""The user dashboard: one user's recent jobs and their efficiency, arrays summarized."""
+from dashlib import (JOB, Grid, dashboard, field_links, filter_vars, job_link, match, row, stat,
+                     table, table_target, target, timeseries, unit_override)
+
+U = "\"user\" = '$user' AND " + match("cluster", "account", "group") + " AND $__timeFilter"
+JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
+        f'"mem_efficiency_percent", "rss_peak_bytes", "idle_canonical_core_hours", '
+        f'"exit_code", "outcome", "outcome_reason", "tags" FROM "{JOB}" WHERE {U} '
+        f'GROUP BY "job", "run", "host", "cluster"')
+# a job array's tasks share the scheduler's array id (Slurm SLURM_ARRAY_JOB_ID; `jobmon run
+# --tag array_job_id=`), kept in the job's `tags` JSON
+ARRAY_KEY = "array_job_id"
+
+
+def build():
+    g = Grid()
+    p = [row(g, "$user")]
+    p.append(stat(g, "Jobs", [target(
+        f'SELECT count("wall_seconds") AS jobs, sum("used_core_hours") AS used_core_hours, '
+        f'sum("idle_canonical_core_hours") AS idle_canonical_core_hours FROM "{JOB}" '
+        f'WHERE {U}', fmt="table")], w=12, decimals=2))
+    p.append(stat(g, "Goodput / badput", [
+        target(f'SELECT count("wall_seconds") AS goodput FROM "{JOB}" '
+               f'WHERE "outcome" = \'goodput\' AND {U}', fmt="table"),
+        target(f'SELECT count("wall_seconds") AS badput FROM "{JOB}" '
+               f'WHERE "outcome" = \'badput\' AND {U}', ref="B", fmt="table")], w=12))
+    p.append(timeseries(g, "Efficiency of each job (at its start)", [target(
+        f'SELECT "cpu_efficiency_percent" AS cpu, "mem_efficiency_percent" AS mem '
+        f'FROM "{JOB}" WHERE {U}', alias="$col")], unit="percent", points=True, w=24,
+        description="One point per finished job run, at the time it started."))
+    p.append(table(g, "Recent jobs", [table_target(JOBS)], h=10, sort="wall_seconds",
+                   hidden=("tags",),
+                   overrides=[unit_override("wall_seconds", "s"),
+                              unit_override("rss_peak_bytes", "bytes"),
+                              unit_override("cpu_efficiency_percent", "percent"),
+                              unit_override("mem_efficiency_percent", "percent"),
+                              field_links("job", job_link("job", "host"))],
+                   description="Click a job for its own dashboard."))
+    p.append(table(g, "Arrays", [table_target(JOBS)], h=8, sort="tasks",
+                   transformations=[
+                       {"id": "extractFields", "options": {
+                           "source": "tags", "format": "json", "replace": False,
+                           "keepTime": False}},
+                       {"id": "groupBy", "options": {"fields": {
+                           ARRAY_KEY: {"operation": "groupby", "aggregations": []},
+                           "job": {"operation": "aggregate", "aggregations": ["count"]},
+                           "wall_seconds": {"operation": "aggregate",
+                                            "aggregations": ["mean", "max"]},
+                           "cpu_efficiency_percent": {"operation": "aggregate",
+                                                      "aggregations": ["mean", "min"]},
+                           "mem_efficiency_percent": {"operation": "aggregate",
+                                                      "aggregations": ["mean", "min"]},
+                           "idle_canonical_core_hours": {"operation": "aggregate",
+                                                         "aggregations": ["sum"]}}}},
+                       {"id": "organize", "options": {"renameByName": {
+                           "job (count)": "tasks"}}}],
+                   description=f"Tasks of each job array (the `{ARRAY_KEY}` in the jobs' "
+                               "tags), summarized: count, mean and worst efficiency."))
+
+    return dashboard(
+        "jobmon-user", "jobmon: user",
+        "One user's recent jobs and their efficiency, job arrays summarized.", p,
+        filter_vars("cluster", "user", "account", "group", single=("user",)),
+        time_from="now-7d",
+        links=[{"title": "cluster overview", "url": "/d/jobmon-cluster/jobmon-cluster"}])

@@ -1,0 +1,333 @@
+"""deploy/grafana: every panel and variable query of the dashboards, with the variables
+substituted as Grafana substitutes them, run against a real InfluxDB 1.6.7 filled by real
+jobs (`jobmon run`, the HTCondor wrapper on a recorded GPU node) through the real shipper;
+every name they read defined by docs/schema.md; the JSON valid for the Grafana version
+docs/grafana.md names; the committed JSON what the generator makes."""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+import grafana_model as gm
+from grafana_schema import validate
+from helpers import PYTHON, REPO, as_user, needs_test_user, root, shared_tmpdir
+from jobmon.influx.schema import ALL_TAGS, FIELD_TYPES, JOB, SAMPLE, SHIPPER
+from jobmon.ship.state import COUNTERS
+
+DASHBOARDS = gm.load_dashboards()
+GENERATOR = os.path.join(gm.GRAFANA, "generator")
+SHOWCASE = "5.0"                 # the HTCondor job of the fixture's .job.ad
+# fields a real job may lack, by design: cgroup-only peaks (the jobs here run in procfs
+# mode), swap, a signal (exited jobs), GPU memory of a process NVML could not attribute
+OPTIONAL = {"mem_peak_bytes", "cgroup_peak", "swap", "signal", "gpu_mem", "gpus_requested"}
+
+BUSY = r"""
+import os, subprocess, sys, threading, time
+buf = bytearray(48 << 20)
+for i in range(0, len(buf), 4096):
+    buf[i] = 1
+with open("out.bin", "wb") as f:
+    f.write(os.urandom(4 << 20)); f.flush(); os.fsync(f.fileno())
+child = subprocess.Popen([sys.executable, "-c",
+                          "import time\nt = time.time()\nwhile time.time() - t < 1.2: pass"])
+threading.Thread(target=time.sleep, args=(1.5,)).start()
+t = time.time()
+while time.time() - t < float(sys.argv[1]): pass
+child.wait()
+sys.exit(int(sys.argv[2]))
+"""
+
+
+# --- the names the dashboards may read -------------------------------------------------
+
+def documented():
+    with open(os.path.join(REPO, "docs", "schema.md"), encoding="utf-8") as f:
+        doc = f.read()
+    with open(os.path.join(REPO, "docs", "metrics.md"), encoding="utf-8") as f:
+        metrics = f.read()
+    names = set(re.findall(r"`([a-z_0-9]+)`", doc))
+    shipper = doc[doc.index("`jobmon_shipper` has two kinds"):]
+    shipper = set(re.findall(r"`([a-z_0-9]+)`", shipper[:shipper.index("\n## ")]))
+    in_metrics = set(re.findall(r"`([a-z_0-9]+)`", metrics))
+    fields = {m: {f for f in FIELD_TYPES[m] if f in names or f in in_metrics}
+              for m in (SAMPLE, JOB)}
+    fields[SHIPPER] = shipper & (set(COUNTERS) | {"spool_bytes", "quarantine_entries",
+                                                  "last_success", "lost_points", "lost_bytes",
+                                                  "lost_files"})
+    tags = {m: {t for t in ALL_TAGS if t in names} for m in (SAMPLE, JOB)}
+    tags[SHIPPER] = {"host", "cluster", "user", "reason"} & names
+    return fields, tags
+
+
+FIELDS, TAGS = documented()
+
+
+def all_queries():
+    return [(name, where, t) for name, d in DASHBOARDS.items() for where, t in gm.queries(d)]
+
+
+@pytest.mark.parametrize("name,where,t", all_queries(), ids=lambda x: x if isinstance(x, str)
+                         and " " in x else None)
+def test_every_name_a_query_reads_is_in_the_schema(name, where, t):
+    q = t["query"]
+    ms = gm.measurements(q)
+    assert ms and set(ms) <= {SAMPLE, JOB, SHIPPER}, f"{where}: reads {ms}"
+    known = set(ms)
+    for m in ms:
+        known |= FIELDS[m] | TAGS[m]
+    unknown = set(gm.quoted_names(q)) - known
+    assert not unknown, f"{name} {where}: not in docs/schema.md for {ms}: {sorted(unknown)}"
+    if where.startswith("panel"):
+        assert "$__timeFilter" in q, f"{where}: reads every point ever written"
+
+
+def test_the_schema_check_catches_a_name_the_schema_lacks():
+    q = 'SELECT mean("cpu_cores"), last("host_cores") FROM "jobmon_sample" WHERE $__timeFilter'
+    assert set(gm.quoted_names(q)) - FIELDS[SAMPLE] - TAGS[SAMPLE] - {SAMPLE} == {"host_cores"}
+    assert "outcome" in FIELDS[JOB] and "outcome" not in FIELDS[SAMPLE]
+    assert "last_success" in FIELDS[SHIPPER] and "reason" in TAGS[SHIPPER]
+
+
+def test_the_committed_json_is_what_the_generator_makes():
+    r = subprocess.run([PYTHON, os.path.join(GENERATOR, "generate.py"), "--check"],
+                       cwd=GENERATOR, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_dashboard_json_is_valid_for_the_documented_grafana(name):
+    with open(os.path.join(REPO, "docs", "grafana.md"), encoding="utf-8") as f:
+        version = re.search(r"Grafana (\d+\.\d+)", f.read()).group(1)
+    validate(DASHBOARDS[name], version)
+
+
+def test_the_validator_refuses_what_grafana_does_not_know():
+    import copy
+    dash = DASHBOARDS["jobmon-node.json"]
+    for path, key, value in ((["panels", 1, "options"], "legnd", {}),
+                             (["panels", 1], "gridPosition", {}),
+                             (["templating", "list", 1], "definiton", "x"),
+                             (["panels", 1, "fieldConfig", "defaults"], "unitt", "bytes")):
+        bad = copy.deepcopy(dash)
+        obj = bad
+        for k in path:
+            obj = obj[k]
+        obj[key] = value
+        with pytest.raises(AssertionError, match=key):
+            validate(bad, "11.6")
+
+
+def test_every_dashboard_has_the_issue_variables_and_links():
+    names = {n: [v["name"] for v in d["templating"]["list"]] for n, d in DASHBOARDS.items()}
+    assert {"cluster", "user", "account", "group", "host", "job", "run"} <= set(
+        names["jobmon-job.json"])
+    with open(os.path.join(REPO, "docs", "grafana.md"), encoding="utf-8") as f:
+        doc = f.read()
+    for n, d in DASHBOARDS.items():       # docs/grafana.md shows each panel and its query
+        for p in gm.panels(d):
+            for t in p.get("targets", []):
+                assert t["query"].replace("|", "\\|") in doc, (n, p["title"])
+    text = {n: str(d) for n, d in DASHBOARDS.items()}
+    for n in ("jobmon-node.json", "jobmon-user.json"):
+        assert "/d/jobmon-job/jobmon-job?var-job=" in text[n], n
+
+
+# --- a real InfluxDB with real jobs -------------------------------------------------------
+
+def run_job(site, job_id, seconds, code=0, user="jobmon-test", tags=()):
+    argv = ["run", "--interval=0.2", f"--job-id={job_id}"]
+    argv += [f"--tag={t}" for t in tags]
+    cwd = shared_tmpdir("jobmon-grafana-")
+    try:
+        r = site.jobmon(*argv, "--", PYTHON, "-c", BUSY, str(seconds), str(code), user=user,
+                        check=False, cwd=cwd)
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+    assert r.returncode == code and "Traceback" not in r.stderr, r.stderr
+
+
+def plant_junk(site, user="jobmon-test"):
+    """A spool file that is not line protocol: the shipper quarantines it, a loss of
+    `user`'s, reason `quarantined`."""
+    code = ("import os, sys, time; p = os.path.join(sys.argv[1], '%d.%d.%d.x.lp' % "
+            "(time.time_ns(), os.getuid(), os.getpid())); open(p, 'w').write('junk\\n')")
+    subprocess.run(as_user([PYTHON, "-c", code, site.spool], user), check=True)
+
+
+def ship(site, host, cluster):
+    site.ship(env=dict(site.env, JOBMON_SHIPPER_HOST=host, JOBMON_SHIPPER_CLUSTER=cluster))
+
+
+def condor_gpu_job(site, gpu):
+    """The HTCondor wrapper as the starter runs it, on a node with a (recorded) GPU."""
+    from test_condor_wrapper import Starter
+    with open(site.config) as f:
+        config = f.read()
+    starter = Starter(site=config + "[condor]\ninterval = 0.2\nmin_interval = 0.05\n")
+    starter.prepare()
+    starter.env.pop("JOBMON_STORE")
+    starter.env.update(gpu.env(CUDA_VISIBLE_DEVICES="GPU-b08d3c64-1f2e-9a7d-4e55-7c1d0f3e8a20"))
+    starter.env["PATH"] = "/usr/bin:/bin"
+    p = starter.popen_prepared([PYTHON, "-c", BUSY, "2.5", "0"])
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+
+
+@pytest.fixture(scope="module")
+def filled(influx_server, tmp_path_factory):
+    """Two clusters, three nodes, two users, an array, a failed job, a GPU job with a run
+    number, a quarantined file; every node shipped twice."""
+    from gpu_node_site import GpuNode
+    from influx_site import Site
+    site = Site(influx_server, tmp_path_factory.mktemp("grafana"), "grafana")
+    site.prepare()
+    t0 = time.time()
+    for k in (1, 2):            # an array; its second task fails
+        run_job(site, f"9100_{k}", 1.5, code=k - 1,
+                tags=("account=phys", "group=cms", "array_job_id=9100", "request_cpus=2",
+                      "request_memory=256MiB"))
+    run_job(site, "fail-1", 0.5, code=1, user="jobmon-test2",
+            tags=("account=chem", "group=atlas", "request_cpus=1"))
+    plant_junk(site)
+    ship(site, "wn1", "alpha")
+    gpu = GpuNode()
+    try:
+        gpu.start(period=0.2)
+        condor_gpu_job(site, gpu)
+    finally:
+        gpu.close()
+    ship(site, "wn2", "beta")
+    run_job(site, "9200", 1.0, user="jobmon-test2", tags=("account=chem",))
+    ship(site, "wn3", "beta")
+    ship(site, "wn1", "alpha")           # each node's counters more than once: a rate
+    yield site, int(t0 * 1000) - 60000, int(time.time() * 1000) + 5000
+    site.close()
+
+
+SCENARIOS = {   # what a user picks: values of the variables, per dashboard
+    "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": gm.ALL, "account": gm.ALL,
+                        "group": gm.ALL, "host": gm.ALL, "run": gm.ALL},
+    "jobmon-node.json": {"cluster": ["alpha", "beta"], "host": "wn2"},
+    "jobmon-cluster.json": {"cluster": ["alpha", "beta"], "account": gm.ALL, "group": gm.ALL,
+                            "user": gm.ALL},
+    "jobmon-user.json": {"cluster": gm.ALL, "user": "jobmon-test", "account": ["phys"],
+                         "group": gm.ALL},
+}
+STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
+           "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
+
+
+def run_query(site, q):
+    res = site.influx.query(q, site.db)["results"][0]
+    assert "error" not in res, f"{q}\n-> {res['error']}"
+    return res.get("series", [])
+
+
+def check_typed(where, q, series):
+    assert series, f"{where}: no data for\n{q}"
+    seen = {}
+    for s in series:
+        assert s["values"], f"{where}: an empty series"
+        for row in s["values"]:
+            for col, v in zip(s["columns"], row):
+                if v is None:
+                    continue
+                seen[col] = True
+                if col == "time":
+                    assert isinstance(v, int), (where, col, v)
+                elif col in STRINGS:
+                    assert isinstance(v, str), (where, col, v)
+                else:
+                    assert isinstance(v, (int, float)) and not isinstance(v, bool), \
+                        (where, col, v)
+        missing = [c for c in s["columns"] if c not in seen and c not in OPTIONAL]
+        assert not missing or len(series) > 1, f"{where}: {missing} always null\n{q}"
+    missing = {c for s in series for c in s["columns"]} - set(seen) - OPTIONAL
+    assert not missing, f"{where}: {sorted(missing)} always null\n{q}"
+
+
+@root
+@needs_test_user
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_query_returns_typed_data_from_real_jobs(filled, name):
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS[name]
+    variables = dash["templating"]["list"]
+    values, options = SCENARIOS[name], {}
+    for v in variables:             # in order: a variable's query uses the ones before it
+        if v["type"] != "query":
+            continue
+        q = gm.substitute(v["query"], variables, values, options, from_ms, to_ms)
+        series = run_query(site, q)
+        check_typed(f"variable {v['name']}", q, series)
+        options[v["name"]] = [row[1] for s in series for row in s["values"]]
+        picked = values[v["name"]]
+        for value in ([] if picked == gm.ALL else [picked] if isinstance(picked, str)
+                      else picked):
+            assert value in options[v["name"]], (v["name"], value, options[v["name"]])
+    failed = []
+    for where, t in gm.queries(dash):
+        if where.startswith("variable"):
+            continue
+        q = gm.substitute(t["query"], variables, values, options, from_ms, to_ms)
+        try:
+            check_typed(where, q, run_query(site, q))
+        except AssertionError as e:
+            failed.append(str(e).split("\nassert")[0])
+    assert not failed, "\n".join(failed)
+
+
+@root
+@needs_test_user
+def test_multi_value_and_all_select_what_grafana_would(filled):
+    """The same cluster panel with one cluster, both, and All: the counts add up."""
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS["jobmon-cluster.json"]
+    variables = dash["templating"]["list"]
+    [t] = [p for p in gm.panels(dash) if p["title"] == "Goodput / badput (jobs)"][0]["targets"][:1]
+    opts = {"cluster": ["alpha", "beta"]}
+
+    def count(cluster):
+        q = gm.substitute(t["query"], variables, {"cluster": cluster, "account": gm.ALL,
+                                                  "group": gm.ALL, "user": gm.ALL},
+                          opts, from_ms, to_ms)
+        series = run_query(site, q)
+        return series[0]["values"][0][1] if series else 0
+
+    assert count(["alpha"]) == 1 and count(["beta"]) == 2
+    assert count(["alpha", "beta"]) == count(gm.ALL) == 3
+    assert gm.interpolate({"multi": True}, ["a.b", "c"], []) == r"(a\.b|c)"
+    assert gm.interval_text(gm.interval_ms(0, 3600 * 1000)) == "5s"
+    assert gm.interval_text(gm.interval_ms(0, 7 * 86400 * 1000)) == "10m"
+
+
+@root
+@needs_test_user
+def test_the_job_view_shows_the_jobs_own_figures(filled):
+    """Values, not only shapes: the GPU job's recorded utilization, its request from the
+    job ad, its run number."""
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS["jobmon-job.json"]
+    variables = dash["templating"]["list"]
+    by_title = {p["title"]: p for p in gm.panels(dash)}
+
+    def rows(title, ref=0):
+        q = gm.substitute(by_title[title]["targets"][ref]["query"], variables,
+                          SCENARIOS["jobmon-job.json"], {}, from_ms, to_ms)
+        return [dict(zip(s["columns"], v), **(s.get("tags") or {}))
+                for s in run_query(site, q) for v in s["values"]]
+
+    util = [r["util"] for r in rows("GPU utilization") if r["util"] is not None]
+    assert util and max(util) == 98                      # tests/fixtures/gpu/h100x2.json
+    [sched] = rows("Requested and allocated (scheduler's figures)")
+    assert sched["cores_requested"] == 1 and sched["mem_requested_bytes"] == 512 << 20
+    assert (sched["scheduler"], sched["run"], sched["host"]) == ("htcondor", "1", "wn2")
+    [eff] = rows("CPU and memory efficiency")
+    [summary] = rows("Job summary")
+    cpu = summary["cpu_user_seconds"] + summary["cpu_system_seconds"]
+    assert eff["cpu"] == pytest.approx(100 * cpu / summary["wall_seconds"], rel=0.01, abs=0.01)
+    assert eff["mem"] == pytest.approx(100 * summary["rss_peak_bytes"] / (512 << 20), rel=0.01)
+    assert summary["rss_peak_bytes"] > 48 << 20          # the 48 MiB the job touched
