@@ -7,10 +7,6 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-try:
-    import tomllib
-except ImportError:  # Python < 3.11
-    import tomli as tomllib
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
 
@@ -36,6 +32,7 @@ SCHEMA = {
     "spool": {
         "dir": (str, "/var/spool/jobmon"),
         "max_bytes": (int, 1 << 30),
+        "max_bytes_per_user": (int, 0),       # each user's share; 0: max_bytes / 4
     },
     "shipper": {
         "state_dir": (str, "/var/lib/jobmon"),
@@ -50,11 +47,74 @@ SCHEMA = {
         "retry_initial_seconds": (float, 1.0),
         "retry_max_seconds": (float, 300.0),
     },
+    "condor": {                               # the HTCondor wrapper; docs/htcondor.md
+        "enabled": (bool, True),              # false: every job runs unmonitored
+        "allow_opt_out": (bool, True),        # a job may say +JobMonitor = false
+        "interval": (float, 10.0),            # seconds between samples, unless the job asks
+        "min_interval": (float, 1.0),         # +JobMonitorInterval is clamped to these
+        "max_interval": (float, 300.0),
+        "warnings": (str, "syslog"),          # where the wrapper's warnings go
+        "schedd": (str, ""),                  # read side: "" none, "local", or a schedd name
+        "history": (str, ""),                 # read side: history files (glob patterns, ":")
+        "event_log": (str, ""),               # read side: job event logs (glob patterns, ":")
+    },
+    "slurm": {                                # the Prolog's samplers; docs/slurm.md
+        "enabled": (bool, True),              # false: the Prolog starts no sampler
+        "interval": (float, 10.0),            # seconds between samples
+        "cgroup_wait_seconds": (float, 300.0),   # longest wait for the job's cgroup
+        "end_wait_seconds": (float, 10.0),    # after the job: wait for the Epilog's status
+        "warnings": (str, "syslog"),          # the samplers' warnings: syslog, none, a file
+        "sacct": (str, "sacct"),              # read side: the sacct program
+        "accounting": (str, "auto"),          # read side: auto, sacct, pyslurm
+    },
+    "report": {                               # advice in reports; docs/reports.md
+        "cpu_low_percent": (float, 50.0),     # CPU efficiency below this: ask for fewer cores
+        "cpu_headroom_percent": (float, 25.0),    # cores suggested above the average used
+        "mem_low_percent": (float, 50.0),     # memory peak below this share: ask for less
+        "mem_headroom_percent": (float, 20.0),    # memory suggested above the peak
+        "mem_min_waste_bytes": (int, 1 << 30),    # ... only when it would free this much
+        "mem_near_limit_percent": (float, 90.0),  # a peak this close to the limit: warn
+        "idle_samples_percent": (float, 50.0),    # samples at ~0 CPU: a stall suspect
+        "gpu_low_percent": (float, 10.0),     # GPU utilization below this: idle GPUs
+        "short_job_seconds": (float, 60.0),   # shorter jobs: batch them
+        "disabled": (str, ""),                # advice rules to leave out, comma-separated
+        # `jobmon report` over a time range: suspects and right-sizing
+        "suspect_min_samples": (int, 5),      # idle samples (CPU ~0, GPUs idle) for a suspect
+        "rightsize_coverage_percent": (float, 99.0),  # tasks a batch's suggestion must fit
+        "rightsize_headroom_percent": (float, 10.0),  # added to the covered peak
+        "rightsize_min_tasks": (int, 3),      # smaller batches get no suggestion
+        # the end-of-job report card
+        "card": (str, "off"),                 # where cards go: off, stderr, file, mail
+        "card_all_jobs": (bool, False),       # true: every job gets one unless it says no
+        "card_dir": (str, ""),                # file cards: "" = the job's working directory
+        "mailer": (str, "/usr/sbin/sendmail -t"),   # mail cards: reads the message on stdin
+    },
+    "procs": {                                # per-process breakdown; docs/live.md
+        "top": (int, 5),                      # command names shown by CPU and by memory; 0: off
+        "every_seconds": (float, 30.0),       # between breakdowns (samples are more often)
+        "cmdline": (bool, False),             # store each group's full command line
+    },
 }
-CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2")}
+CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
+           ("condor", "warnings"): ("syslog", "stderr", "none"),
+           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"),
+           ("report", "card"): ("off", "stderr", "file", "mail")}
 POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
-            ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds")}
+            ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds"),
+            ("condor", "interval"), ("condor", "min_interval"), ("condor", "max_interval")}
+POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
+             ("shipper", "retry_max_seconds")}
+POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds")}
+NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
+                ("slurm", "end_wait_seconds")}
+POSITIVE.add(("procs", "every_seconds"))
+NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
+NOT_NEGATIVE.add(("procs", "top"))
+# the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
+MIN_BATCH_BYTES = 64 << 10
 SECRET_KEYS = {"password", "token", "secret"}
+NOT_NEGATIVE -= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
+POSITIVE |= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
 
 
 class ConfigError(Exception):
@@ -100,8 +160,8 @@ def load(explicit=None, env=None):
         raise ConfigError(f"{path}: {e.strerror}")
     if text is not None:
         try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:   # its message carries "(at line L, column C)"
+            raw = _toml().loads(text)
+        except _toml().TOMLDecodeError as e:   # its message carries "(at line L, column C)"
             raise ConfigError(f"{path}: {e}")
     values = {s: {k: d for k, (_t, d) in keys.items()} for s, keys in SCHEMA.items()}
     for section, keys in raw.items():
@@ -118,7 +178,57 @@ def load(explicit=None, env=None):
             if name in env:
                 values[section][key] = _check(section, key, _from_env(env[name], typ, name),
                                               f"environment {name}: ")
+    _check_shipping(values, path, text)
     return Config(values, path)
+
+
+def url_problem(url):
+    """What is wrong with an InfluxDB URL, or None for http(s)://HOST[:PORT][/PATH]. By
+    hand: urllib.parse would cost every job that reads the config ~1 MiB."""
+    scheme, sep, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    host, port = netloc, ""
+    if netloc.startswith("["):                 # [IPv6]:PORT
+        host, _, after = netloc[1:].partition("]")
+        port = after[1:] if after.startswith(":") else after
+    elif ":" in netloc:
+        host, _, port = netloc.partition(":")
+    if scheme.lower() not in ("http", "https") or not sep or not host:
+        return f"must be http://HOST[:PORT] or https://..., not {url!r}"
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"has a bad port: {url!r}"
+    return None
+
+
+def _check_shipping(values, path, text):
+    """Checks of the InfluxDB path that involve more than one key's type."""
+    def fail(key, msg):
+        raise ConfigError(f"{_where(path, text, key.split('.')[1])}{key} {msg}")
+    sp, sh, url = values["spool"], values["shipper"], values["influxdb"]["url"]
+    problem = url_problem(url)
+    if problem:
+        fail("influxdb.url", problem)
+    if sp["max_bytes_per_user"] > sp["max_bytes"]:
+        fail("spool.max_bytes_per_user", f"({sp['max_bytes_per_user']}) must not be more "
+             f"than spool.max_bytes ({sp['max_bytes']})")
+    if not sp["max_bytes_per_user"]:
+        sp["max_bytes_per_user"] = max(sp["max_bytes"] // 4, 1)
+    if sh["batch_bytes"] < MIN_BATCH_BYTES:
+        fail("shipper.batch_bytes", f"must be at least {MIN_BATCH_BYTES} (the longest line "
+             f"jobmon writes must fit), not {sh['batch_bytes']}")
+    if sh["retry_max_seconds"] < sh["retry_initial_seconds"]:
+        fail("shipper.retry_max_seconds", f"({sh['retry_max_seconds']}) must not be less "
+             f"than shipper.retry_initial_seconds ({sh['retry_initial_seconds']})")
+
+
+def _toml():
+    """tomllib, imported when a file is read: it costs more CPU than all the rest of a job
+    wrapper's start-up, and a wrapper needs the configuration only after the job started."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    return tomllib
 
 
 def _check(section, key, value, where):
@@ -134,8 +244,12 @@ def _check(section, key, value, where):
     if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
         raise ConfigError(f"{where}{section}.{key} must be {typ.__name__}, "
                           f"not {type(value).__name__} ({value!r})")
-    if (section, key) in POSITIVE and value <= 0:
+    if (section, key) in POSITIVE and not value > 0:     # `not >`: NaN fails too
         raise ConfigError(f"{where}{section}.{key} must be greater than 0, not {value!r}")
+    if (section, key) in NOT_NEGATIVE and not value >= 0:
+        raise ConfigError(f"{where}{section}.{key} must not be negative, not {value!r}")
+    if typ is float and value in (float("inf"), float("-inf")):
+        raise ConfigError(f"{where}{section}.{key} must be a finite number, not {value!r}")
     choices = CHOICES.get((section, key))
     if choices and value not in choices:
         raise ConfigError(f"{where}{section}.{key} must be one of {', '.join(choices)}, "
@@ -169,20 +283,29 @@ def _where(path, text, key):
 
 
 def read_secret(path, key):
-    """Read a secret file; refuse one that anybody but its owner could read."""
+    """Read a secret file; refuse one that anybody but its owner could read, and anything
+    that is not a plain file (a directory, a FIFO that would block, a link)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except PermissionError:
         raise ConfigError(f"{key}: cannot read {path}: permission denied (run as the user "
                           f"that owns it: the shipper's service user)")
     except OSError as e:
         raise ConfigError(f"{key}: cannot read {path}: {e.strerror}")
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ConfigError(f"{key}: {path} is not a regular file")
         if st.st_mode & 0o077:
             raise ConfigError(f"{key}: {path} is group/world-accessible (mode "
                               f"{stat.S_IMODE(st.st_mode):04o}); refusing to use it: "
                               f"chmod 600 {path}")
-        return f.read().decode().strip()
+        data = os.read(fd, 1 << 16)
+    except OSError as e:
+        raise ConfigError(f"{key}: cannot read {path}: {e.strerror}")
+    finally:
+        os.close(fd)
+    try:
+        return data.decode().strip()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{key}: {path} is not UTF-8 text")

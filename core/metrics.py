@@ -14,7 +14,8 @@ SAMPLE_FIELDS = (
      "CPU seconds used per wall-clock second over the last interval (2.0 = two busy cores)"),
     ("mem_resident_bytes", "bytes", "gauge",
      "resident memory: anonymous + shared memory (tmpfs/shm). cgroup: memory.stat; procfs: "
-     "sum of Pss_Anon + Pss_Shmem, so pages shared by forked workers count once"),
+     "sum of Pss_Anon + Pss_Shmem, so pages shared by forked workers count once (PSS re-read "
+     "within a CPU budget, carried forward from RSS and faults in between)"),
     ("mem_cache_bytes", "bytes", "gauge",
      "page cache: file pages charged to the job's cgroup (procfs: file pages mapped by the job, "
      "Pss_File), reclaimable by the kernel"),
@@ -34,16 +35,17 @@ SAMPLE_FIELDS = (
     ("procs", "count", "gauge", "processes of the job alive at the sample"),
     ("threads", "count", "gauge", "threads (kernel tasks) of the job alive at the sample"),
     ("gpu_count", "count", "gauge",
-     "GPUs of the job: those in CUDA_VISIBLE_DEVICES, else every GPU of the node (NVML; "
-     "absent on a node without an NVIDIA driver)"),
+     "GPUs (or MIG slices) of the job: those in CUDA_VISIBLE_DEVICES, else every GPU the job "
+     "may open (absent where no GPU source runs: docs/gpu.md)"),
     ("gpu_util_percent", "%", "gauge",
      "share of time a kernel ran on the job's GPUs (NVML utilization, device-wide, averaged "
      "over the job's GPUs; other users of a shared GPU count too)"),
     ("gpu_mem_bytes", "bytes", "gauge",
      "GPU memory held by the job's processes, summed over its GPUs (NVML per-process use)"),
     ("gpu_energy_joules", "J", "counter",
-     "energy the job's GPUs used since the job started (NVML, whole devices; Volta and "
-     "later); read every 10 s and at the end only, as one read costs ~4 ms of CPU"),
+     "energy the job's GPUs used since the job started (NVML, whole GPUs, none for MIG "
+     "slices; Volta and later). Node reader: every sample, start and end interpolated between "
+     "its readings; JOBMON_GPU=nvml: every 10 s and at the end (one read costs ~4 ms)"),
 )
 
 # name, unit, meaning: one record per job, written when it ends
@@ -78,6 +80,10 @@ SUMMARY_FIELDS = (
     ("gpu_util_avg_percent", "%", "mean of the sampled GPU utilization"),
     ("gpu_mem_peak_bytes", "bytes", "largest sampled GPU memory of the job's processes"),
     ("gpu_energy_joules", "J", "energy the job's GPUs used from start to end"),
+    ("gpu_samples_missing", "count",
+     "samples taken without GPU figures because the node's GPU reader was down or its data "
+     "older than two refresh periods (never filled in with guesses); null without GPU "
+     "metrics (docs/gpu.md)"),
     ("samples", "count", "samples taken"),
     ("interval_seconds", "s", "sampling interval"),
     ("monitor_cpu_seconds", "s",
@@ -85,6 +91,69 @@ SUMMARY_FIELDS = (
      "sampling calls)"),
     ("monitor_read_seconds", "s", "wall time jobmon spent reading the probe, all samples"),
     ("monitor_errors", "count", "probe or sink errors the sampler met (each warned about)"),
+    # what the job was given and what it used of it (core/efficiency.py; docs/reports.md)
+    ("cores_requested", "cores", "cores the job asked for (HTCondor RequestCpus; "
+     "`--tag request_cpus=N`)"),
+    ("cores_allocated", "cores",
+     "cores the job was given: HTCondor CpusProvisioned, else its cgroup's CPU quota or "
+     "cpuset (Slurm's task/cgroup), else the request"),
+    ("mem_requested_bytes", "bytes",
+     "memory the job asked for (HTCondor RequestMemory; `--tag request_memory=4GiB`)"),
+    ("mem_allocated_bytes", "bytes", "memory the job was given: HTCondor MemoryProvisioned, "
+     "else its cgroup's memory limit, else the request"),
+    ("gpus_requested", "count", "GPUs the job asked for (RequestGPUs; `--tag request_gpus=N`)"),
+    ("gpus_allocated", "count",
+     "GPUs the job was given: GPUsProvisioned, else the GPUs it could see, else the request"),
+    ("cpu_efficiency_percent", "%", "(user + system CPU) / (cores_allocated x wall) x 100"),
+    ("mem_efficiency_percent", "%", "rss_peak_bytes / mem_allocated_bytes x 100"),
+    ("canonical_units", "units",
+     "canonical CPU units the job held: the larger of cores_allocated and "
+     "mem_allocated_bytes / 2 GiB (OSG: 1 core + 2 GB)"),
+    ("provisioned_core_hours", "core-h", "cores_allocated x wall hours"),
+    ("used_core_hours", "core-h", "(user + system CPU) / 3600"),
+    ("idle_core_hours", "core-h", "(cores_allocated - cores used on average) x wall hours"),
+    ("idle_canonical_core_hours", "core-h",
+     "idle cores and idle memory (allocation - resident peak) in whole canonical units x "
+     "wall hours (OSG: 3 cores + 3 GB idle = 1, 3 cores + 1 GB = 0, 2 cores + 6 GB = 2)"),
+    ("idle_limited_by", "text", "which of cores or memory limited the idle canonical units "
+     "(cores, memory or both)"),
+    ("gpu_hours", "GPU-h", "gpus_allocated x wall hours"),
+    ("idle_gpu_hours", "GPU-h", "gpu_hours x (1 - gpu_util_avg_percent / 100)"),
+    ("outcome", "text", "goodput (exit code 0) or badput (another exit code, a signal); the "
+     "report refines it with the scheduler's record (held, evicted, removed)"),
+    ("outcome_reason", "text", "why: completed (exit code 0), failed (exit code N), killed "
+     "by SIGNAL"),
+    ("cpu_idle_samples", "count",
+     "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
+    ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),
+    ("mem_growth_bytes_per_hour", "bytes/h",
+     "slope of the least-squares line through the sampled resident memory, up to its peak"),
+    ("mem_rising", "count", "1 when resident memory rose steadily (a leak suspect): its peak "
+     "came in the last fifth of the samples, and the line up to it fits them with R^2 >= 0.8 "
+     "and rose by 25 % of its start over >= 10 samples"),
+)
+
+# name, unit, kind, meaning: the per-process breakdown, one record per job every
+# [procs] every_seconds (docs/live.md); its groups travel as one JSON text, `procs_top`
+PROCS_FIELDS = (
+    ("procs_top", "JSON", "gauge",
+     "the job's heaviest processes grouped by command name: the top N by CPU and the top N "
+     "by resident memory (a list of the objects below, CPU first)"),
+    ("procs", "count", "gauge", "live processes of the job looked at"),
+    ("window_seconds", "s", "gauge",
+     "time since the previous breakdown, over which each group's CPU is averaged (absent in "
+     "the first: each process's average over its life)"),
+    ("elapsed_seconds", "s", "gauge", "seconds since the job started"),
+)
+# key, unit, meaning: one group of `procs_top`
+PROCS_TOP_KEYS = (
+    ("comm", "", "command name (the kernel's comm, at most 15 bytes)"),
+    ("procs", "count", "live processes with that name"),
+    ("cpu_cores", "cores", "their CPU over the window, in cores"),
+    ("rss_bytes", "bytes",
+     "their resident memory (RSS: pages shared between them count in each)"),
+    ("cmdline", "", "command line of the group's busiest process, cut to 256 characters; "
+     "only where the site allows it ([procs] cmdline), else absent"),
 )
 
 SAMPLE_NAMES = tuple(f[0] for f in SAMPLE_FIELDS)
@@ -109,4 +178,9 @@ def markdown():
             "## Per job (summary, written at the end)", "",
             "| field | unit | meaning |", "|---|---|---|"]
     out += [f"| `{n}` | {u} | {m} |" for n, u, m in SUMMARY_FIELDS]
+    out += ["", "## Per-process breakdown (every `[procs] every_seconds`)", "",
+            "| field | unit | kind | meaning |", "|---|---|---|---|"]
+    out += [f"| `{n}` | {u} | {k} | {m} |" for n, u, k, m in PROCS_FIELDS]
+    out += ["", "Each group in `procs_top`:", "", "| key | unit | meaning |", "|---|---|---|"]
+    out += [f"| `{n}` | {u} | {m} |" for n, u, m in PROCS_TOP_KEYS]
     return "\n".join(out) + "\n"

@@ -9,6 +9,7 @@ import sys
 import time
 
 from .metrics import COUNTERS
+from .probes import breakdown
 from .summary import Fold
 
 
@@ -38,6 +39,8 @@ class Sampler:
         self.base = {}            # counter values at the start, for jobs with a past
         for s in list(self.sinks):
             self._safe(s, "open", job)
+        # the per-process breakdown, at its own lower rate (probes/breakdown.py)
+        self.breakdown = breakdown.for_site(probe, self._warn, monotonic)
 
     def _safe(self, sink, what, arg):
         try:
@@ -93,8 +96,22 @@ class Sampler:
         self.fold.add(sample)
         for s in list(self.sinks):
             self._safe(s, "write", sample)
+        if self.breakdown is not None and not final and self.breakdown.due(now):
+            self._procs(sample["elapsed_seconds"])
         self.tick_cpu += time.thread_time() - c
         return sample
+
+    def _procs(self, elapsed):
+        try:
+            record = self.breakdown.take(elapsed)
+        except Exception as e:   # off for the rest of the job; the samples go on
+            if not isinstance(e, NotImplementedError):
+                self._warn(f"per-process breakdown: {e}")
+            self.breakdown = None
+            return
+        for s in list(self.sinks):
+            if hasattr(s, "procs"):
+                self._safe(s, "procs", record)
 
     def self_metrics(self):
         """What monitoring cost: the sampler's CPU (its whole process when it has one of

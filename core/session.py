@@ -17,17 +17,19 @@ def user_name(uid=None):
         return str(os.getuid() if uid is None else uid)
 
 
-def describe_job(job_id, method, start, tags, command, interval, scheduler="local"):
-    """What a sink is told about the job when it opens."""
+def describe_job(job_id, method, start, tags, command, interval, scheduler="local", run=None):
+    """What a sink is told about the job when it opens. run: which run of a job that the
+    scheduler ran more than once (evicted, held and released: 1, 2, ...), else None."""
     return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
             "host": os.uname().nodename, "user": user_name(), "method": method,
             "start_time": round(start, 3), "tags": dict(tags or {}), "command": list(command),
-            "interval": interval, "scheduler": scheduler}
+            "interval": interval, "scheduler": scheduler, "run": run}
 
 
-def open_probe(cg, warn, root=None, include_root=False):
+def open_probe(cg, warn, root=None, include_root=False, command=None):
     """The job's probe: its cgroup's if it has one that works, else its process tree
-    below `root` (default: this process); plus GPUs where the node has them."""
+    below `root` (default: this process, which started `command`); plus GPUs where the
+    node has them."""
     from .probes import select, with_gpus
     probe = None
     if cg is not None:
@@ -36,7 +38,7 @@ def open_probe(cg, warn, root=None, include_root=False):
         except OSError as e:
             warn(f"cgroup probe failed ({e}); measuring through /proc")
     if probe is None:
-        probe = select(root=root or os.getpid(), include_root=include_root)
+        probe = select(root=root or os.getpid(), include_root=include_root, command=command)
     return with_gpus(probe, warn)
 
 
@@ -82,6 +84,7 @@ class Session:
                                kernel_peak=kernel_peak)
         if t0 is not None:   # the job started before the sampler was set up
             self.sampler.t0 = self.sampler.last_t = t0
+        self.limits = None   # what the kernel holds the job to, read while it runs
 
     @property
     def probe(self):
@@ -92,7 +95,16 @@ class Session:
         self.sampler.zero()
 
     def tick(self):
-        return self.sampler.tick()
+        sample = self.sampler.tick()
+        if not self.limits and self.sampler.fold.samples <= 3:   # its processes may come late
+            self.limits = self._limits()
+        return sample
+
+    def _limits(self):
+        try:
+            return self.sampler.probe.limits()
+        except Exception:   # a figure for the report: never worth failing the sampler
+            return {}
 
     def finish(self, status=None, leftovers=0, extra=None):
         """The final read (after the job's last process is gone, with `extra` holding
@@ -107,6 +119,12 @@ class Session:
         s["leftover_procs"] = leftovers
         s["interval_seconds"] = sampler.interval
         s.update(sampler.self_metrics())
+        gpu = getattr(sampler.probe, "gpu_summary", None)   # samples without GPU figures;
+        # the node reader's energy interpolated to the job's end
+        s.update(gpu() if gpu else {"gpu_samples_missing": None})
+        from .efficiency import allocation, figures
+        alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))
+        s.update(figures(s, alloc))
         s["command"] = self.job.get("command")
         sampler.close(s)
         return s

@@ -13,6 +13,11 @@ PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_pea
 # counters: the summary holds the last value
 LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "rchar_bytes",
         "wchar_bytes", "gpu_count")
+# suspects, kept as the samples come: a sample is idle below this many cores busy, and the
+# footprint "rose steadily" when a line fits its samples this well (R^2) and rose by this
+# share of its start over at least this many samples
+IDLE_CORES = 0.01
+RISING_FIT, RISING_SHARE, RISING_SAMPLES = 0.8, 0.25, 10
 
 
 class Fold:
@@ -22,6 +27,9 @@ class Fold:
         self.peaks = {}
         self.gpu_util = [0.0, 0]     # sum and count, for the mean
         self.gpu_energy = None       # not in every sample: the last one seen
+        self.cpu_idle = self.gpu_idle = 0
+        self.mem_fit = None          # [x0, y0, n, sx, sy, sxx, syy, sxy, x] from (x0, y0)
+        self.fit_at_peak = None      # that fit when the footprint was at its peak
 
     def add(self, sample):
         self.samples += 1
@@ -37,8 +45,52 @@ class Fold:
         if sample.get("gpu_util_percent") is not None:
             self.gpu_util[0] += sample["gpu_util_percent"]
             self.gpu_util[1] += 1
+            if sample["gpu_util_percent"] == 0 and sample.get("gpu_count"):
+                self.gpu_idle += 1
         if sample.get("gpu_energy_joules") is not None:
             self.gpu_energy = sample["gpu_energy_joules"]
+        if not sample.get("procs", 1):
+            return   # the job's last read, after its processes are gone
+        cores = sample.get("cpu_cores")
+        if cores is not None and cores < IDLE_CORES:
+            self.cpu_idle += 1
+        if rss is not None and sample.get("elapsed_seconds") is not None:
+            self._fit(sample["elapsed_seconds"] / 3600.0, rss)
+
+    def _fit(self, x, y):
+        f = self.mem_fit
+        if f is None:
+            f = self.mem_fit = [x, y, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        x, y = x - f[0], y - f[1]   # from the first point: no cancellation in the sums
+        f[2] += 1
+        f[3] += x
+        f[4] += y
+        f[5] += x * x
+        f[6] += y * y
+        f[7] += x * y
+        f[8] = x
+        if self.fit_at_peak is None or y >= self.fit_at_peak[9]:
+            self.fit_at_peak = f + [y]   # the exit's teardown after the peak is left out
+
+    def mem_trend(self):
+        """(growth in bytes per hour, 1 if it rose steadily else 0) of the footprint: the
+        least-squares line through its samples up to its peak; (None, 0) with fewer than 3."""
+        f, p = self.mem_fit, self.fit_at_peak
+        if f is None or p[2] < 3:
+            return None, 0
+        # a leak still rises at the end: the peak came in the last fifth of the samples
+        late = p[2] >= 0.8 * f[2]
+        _x0, y0, n, sx, sy, sxx, syy, sxy, last, _peak = p
+        vx, vy, cov = n * sxx - sx * sx, n * syy - sy * sy, n * sxy - sx * sy
+        if vx <= 0:
+            return None, 0
+        slope = cov / vx
+        fit = cov * cov / (vx * vy) if vy > 0 else 0.0
+        start = y0 + (sy - slope * sx) / n     # the line at the first sample
+        span = slope * last                   # what the line rose over the run
+        rising = (late and n >= RISING_SAMPLES and slope > 0 and fit >= RISING_FIT
+                  and span >= RISING_SHARE * max(start, 1 << 20))
+        return round(slope, 1), int(rising)
 
     def totals(self, tasks_peak=None):
         """Summary fields that come from the samples. tasks_peak: the pids controller's
@@ -66,6 +118,8 @@ class Fold:
             if self.gpu_util[1] else None
         out["gpu_energy_joules"] = self.gpu_energy
         out["samples"] = self.samples
+        out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
+        out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
         return out
 
 

@@ -57,7 +57,11 @@ def run(
     run_main(argv + ["--"] + list(cmd))
 
 
-from . import query, ship  # noqa: E402  (each adds its commands)
+from . import gpu, live, query, report, ship  # noqa: E402  (each adds its commands)
 
 query.register(app)
+report.register(app)
 ship.register(app)
+gpu.register(app)
+live.register(app)
+from . import pilot; pilot.register(app)  # noqa: E402,E702

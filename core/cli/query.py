@@ -27,6 +27,14 @@ def open_store(store: Optional[str]):
     return LocalStore(path)
 
 
+def argv_text(value):
+    """An argument as the writer stores it: bytes that were not UTF-8 (kept by Python as
+    lone surrogates) become U+FFFD, as `jobmon run` does with --job-id and --tag."""
+    if value is None:
+        return None
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 class FriendlyStore:
     """A store whose server errors end the command with one clear line, not a traceback."""
 
@@ -46,43 +54,126 @@ class FriendlyStore:
         return call
 
 
+def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
+    """(reports, group) for a job id as users type it: one report (the run asked for, else
+    the latest) and False; or, for an id that names several jobs (a cluster, an array),
+    the latest run of each and True. Ends the command with a message when nothing fits."""
+    from ..report import runs as runs_
+    from ..stores.ids import parse
+    job_id, user = argv_text(job_id), argv_text(user)
+    st = open_store(store)
+    ref = parse(job_id)
+    records = st.records(ref)
+    users = sorted({r.get("user") or "" for r in records})
+    mine = [r for r in records if (not user or r.get("user") == user)
+            and not _step_of(r, job_id)]
+    if not mine:
+        by = f" by user {user!r}" if user else ""
+        typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)",
+                   err=True)
+        raise typer.Exit(1)
+    jobs = runs_.by_job(mine)
+    if ref.group and (len(jobs) > 1 or job_id not in jobs):
+        return [_report(st, runs, None) for runs in jobs.values()], True
+    runs = jobs[next(iter(jobs))]
+    if not user and len(users) > 1:
+        typer.echo(f"jobmon: job {job_id!r} has runs by users {', '.join(users)}; showing "
+                   f"the latest ({runs[-1].users[0]}); choose one with --user", err=True)
+    return [_report(st, runs, run, job_id, with_scheduler)], False
+
+
+def _step_of(record, job_id):
+    """True for a step's record (Slurm's 12345.batch, tag parent_job) that was not asked for
+    by name: it belongs to its job's report, not beside it as a job of its own."""
+    return bool((record.get("tags") or {}).get("parent_job")) and record.get("job") != job_id
+
+
+def _config():
+    from .. import config
+    try:
+        return config.load()
+    except config.ConfigError:
+        return None   # open_store() has said what is wrong where it matters
+
+
+def _report(st, runs, wanted, job_id=None, with_scheduler=False):
+    from ..report import model
+    from ..report import runs as runs_
+    chosen = runs_.choose(runs, wanted)
+    if chosen is None:
+        labels = ", ".join(r.label or str(i) for i, r in enumerate(runs, 1))
+        typer.echo(f"jobmon: job {job_id!r} has no run {wanted!r} (its runs: {labels})",
+                   err=True)
+        raise typer.Exit(1)
+    cfg = _config()
+    samples = [st.samples(r) for r in chosen.records]
+    scheduler = None
+    if with_scheduler:
+        from ..report.scheduler import record_of
+        head = model.build(chosen, samples, runs)
+        scheduler = record_of(head["header"], head["summary"], cfg)
+    rep = model.build(chosen, samples, runs, cfg["report"] if cfg else None, scheduler)
+    from .live import breakdown_report
+    rep["procs"] = breakdown_report(st, chosen.records)
+    return rep
+
+
 def register(app):
     @app.command()
     def query(
-        job_id: str = typer.Argument(..., metavar="JOBID", help="Job id (see `jobmon list`)."),
+        job_id: str = typer.Argument(..., metavar="JOBID", help="Job id (see `jobmon list`): "
+                                     "4711.0, 4711 (a whole cluster or array), a GlobalJobId, "
+                                     "12345_7, 12345+0 ..."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-        as_csv: bool = typer.Option(False, "--csv", help="Print the samples as CSV."),
+        as_csv: bool = typer.Option(False, "--csv", help="Print the report's figures as CSV "
+                                    "(section, name, value, unit, detail)."),
+        samples: bool = typer.Option(False, "--samples", help="With --csv: print the "
+                                     "samples instead, one row each."),
         store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
                                             help="Store file (default: the embedded store)."),
         user: Optional[str] = typer.Option(None, "--user", "-u", metavar="NAME",
                                            help="The run of this user (a job id can be reused)."),
+        run: Optional[str] = typer.Option(None, "--run", "-r", metavar="N",
+                                          help="Which run of a job the scheduler ran more than "
+                                          "once (default: the latest; see the list of runs)."),
+        scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
+                                       help="Set what HTCondor or Slurm recorded beside "
+                                       "jobmon's figures (condor_history, sacct)."),
     ):
-        """Show one job: totals, peaks and its samples."""
-        from ..report import model
-        rec = open_store(store).job(job_id, user)
-        if rec is None:
-            by = f" by user {user!r}" if user else ""
-            typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)",
-                       err=True)
-            raise typer.Exit(1)
-        users = rec.info.get("users") or []
-        if not user and len(users) > 1:
-            typer.echo(f"jobmon: job {job_id!r} has runs by users {', '.join(users)}; showing "
-                       f"the latest ({rec.info.get('user')}); choose one with --user", err=True)
-        rep = model.build(rec)
+        """Show one job: efficiency and advice, memory by every definition, what the
+        scheduler recorded, totals, its runs and its samples."""
+        reports, group = find_reports(job_id, store, user, run, scheduler)
+        if group:
+            return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
+        render_one(reports[0], as_json, as_csv, samples)
+
+    def render_one(rep, as_json, as_csv, samples):
         if as_json:
             from ..render.structured import to_json
             typer.echo(to_json(rep))
         elif as_csv:
             from ..render.structured import to_csv
-            typer.echo(to_csv(rep), nl=False)
+            typer.echo(to_csv(rep, samples), nl=False)
         else:
             from ..render.terminal import show
             show(rep)
+            from ..render.live import show_procs
+            typer.echo(show_procs(rep.get("procs")), nl=False)
+
+    def render_group(job_id, reports, as_json, as_csv, samples):
+        if as_json:
+            from ..render.structured import group_to_json
+            typer.echo(group_to_json(job_id, reports))
+        elif as_csv:
+            from ..render.structured import group_to_csv
+            typer.echo(group_to_csv(reports, samples), nl=False)
+        else:
+            from ..render.terminal import show_group
+            show_group(job_id, reports)
 
     @app.command("list")
     def list_jobs(
-        limit: int = typer.Option(20, "--limit", "-n", help="How many recent jobs."),
+        limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many recent jobs."),
         store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
                                             help="Store file (default: the embedded store)."),
     ):

@@ -1,4 +1,5 @@
-"""Machine-readable renderings of a report: JSON (everything) and CSV (the samples)."""
+"""Machine-readable renderings of a report: JSON (everything), and CSV in two tables: the
+report's figures in long form (section, name, value, unit, detail) and the samples."""
 import csv
 import io
 import json
@@ -6,14 +7,78 @@ import json
 from ..metrics import SAMPLE_COLUMNS
 
 
+def _doc(rep):
+    return {"job": rep["header"], "summary": rep["summary"],
+            "efficiency": _named(rep.get("efficiency")), "memory": rep.get("memory") or [],
+            "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
+            "totals": _named(rep.get("totals")), "runs": rep["runs"],
+            "hosts": rep["hosts"], "samples": rep["samples"], "procs": rep.get("procs")}
+
+
+def _named(rows):
+    return [{"name": n, "value": v, "unit": u} for n, v, u in rows or ()]
+
+
+FIGURE_COLUMNS = ("job", "section", "name", "value", "unit", "detail")
+
+
+def figure_rows(rep):
+    """The report's figures, one row each, as the JSON has them (but the samples)."""
+    h, sch = rep["header"], rep.get("scheduler") or {}
+    rows = [("job", k, h[k], "", "") for k in ("job", "run", "host", "user", "scheduler",
+                                                "method", "status", "start_time", "end_time")]
+    rows += [("efficiency", n, v, u, "") for n, v, u in rep.get("efficiency") or ()]
+    rows += [("memory", m["name"], m["value"], "bytes", m["meaning"])
+             for m in rep.get("memory") or ()]
+    rows += [("advice", a["rule"], a["text"], "", "") for a in rep.get("advice") or ()]
+    if sch:
+        rows += [("scheduler", n, v, u, sch.get("source") or "") for n, v, u in sch["figures"]]
+        rows += [("scheduler", "note", sch["note"], "", "")] if sch.get("note") else []
+        rows += [("difference", d["field"], d.get("htcondor", d.get("slurm")), d["unit"],
+                  d["reason"]) for d in sch.get("differences") or ()]
+    rows += [("totals", n, v, u, "") for n, v, u in rep.get("totals") or ()]
+    rows += [("run", r["run"], r["status"], "", ", ".join(r["hosts"])) for r in rep["runs"]]
+    return [dict(zip(FIGURE_COLUMNS, (h["job"],) + r)) for r in rows]
+
+
 def to_json(rep):
-    return json.dumps({"job": rep["header"], "summary": rep["summary"],
-                       "samples": rep["samples"]}, indent=1, default=str)
+    return json.dumps(_doc(rep), indent=1, default=str)
 
 
-def to_csv(rep):
+def group_to_json(job_id, reports):
+    return json.dumps({"query": job_id, "jobs": [_doc(r) for r in reports]}, indent=1,
+                      default=str)
+
+
+def _columns(reports):
+    cols = SAMPLE_COLUMNS
+    if any(r["hosts"] for r in reports):
+        cols = ("host",) + cols
+    if len(reports) > 1:
+        cols = ("job",) + cols
+    return cols
+
+
+def to_csv(rep, samples=False):
+    return group_to_csv([rep], samples)
+
+
+def group_to_csv(reports, samples=False):
+    if not samples:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, FIGURE_COLUMNS)
+        w.writeheader()
+        for rep in reports:
+            w.writerows(figure_rows(rep))
+        return buf.getvalue()
+    return samples_csv(reports)
+
+
+def samples_csv(reports):
     buf = io.StringIO()
-    w = csv.DictWriter(buf, SAMPLE_COLUMNS, extrasaction="ignore")
+    w = csv.DictWriter(buf, _columns(reports), extrasaction="ignore")
     w.writeheader()
-    w.writerows(rep["samples"])
+    for rep in reports:
+        job = rep["header"]["job"]
+        w.writerows(dict(x, job=job) for x in rep["samples"])
     return buf.getvalue()

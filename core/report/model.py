@@ -1,52 +1,200 @@
-"""What a job report says: totals, peaks and efficiency, from a stored JobRecord.
+"""What a job report says: totals, peaks, the job's runs and hosts, from stored records.
 
 Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
 from ..summary import Fold
+from ..advice import advise
+from .job_efficiency import efficiency_of
+
+ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
+            "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points")
+LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
+           "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time")
 
 
-def build(record):
-    s = record.summary
-    info = record.info
-    samples = record.samples
-    running = not s
-    if running and samples:  # still running (or killed): what the samples say so far
-        fold = Fold()
-        for x in samples:
-            fold.add(x)
-        s = fold.totals()
+def record_summary(info, samples):
+    """(summary, state) of one record: its end-of-job record, or for a job still running
+    or one whose record never came, what its samples say so far."""
+    s = info.get("summary") or {}
+    # the shipper marks a job whose sampler died before writing its record: no end_time
+    lost = bool(s) and s.get("end_time") is None
+    if s and not lost:
+        return s, "ended"
+    fold = Fold()
+    for x in samples:
+        fold.add(x)
+    out = fold.totals() if samples else {}
+    out["method"] = info.get("method")
+    return out, "lost" if lost else "running"
+
+
+def status_text(s, state):
+    if s.get("signal"):
+        return f"killed by signal {s['signal']}"
+    if s.get("exit_code") is not None:
+        return f"exit code {s['exit_code']}"
+    if state == "lost":
+        return "ended without a summary (totals from its samples)"
+    return "running or ended without a summary"
+
+
+def combine(summaries):
+    """One job's totals over its nodes: counters add up, peaks are the largest node's."""
+    if len(summaries) == 1:
+        return dict(summaries[0])
+    out = {}
+    for k in ADDITIVE:
+        vals = [s[k] for s in summaries if s.get(k) is not None]
+        out[k] = sum(vals) if vals else None
+    for k in LARGEST:
+        vals = [s[k] for s in summaries if s.get(k) is not None]
+        out[k] = max(vals) if vals else None
+    codes = [s for s in summaries if s.get("signal") or s.get("exit_code")]
+    first = (codes or summaries)[0]
+    out["exit_code"], out["signal"] = first.get("exit_code"), first.get("signal")
+    out["method"] = ",".join(sorted({s.get("method") or "?" for s in summaries}))
+    return out
+
+
+def run_line(run, position):
+    """One row of a job's list of runs (earlier runs show what was lost to restarts)."""
+    summaries, states = zip(*(record_summary(info, []) for info in run.records))
+    s = combine(list(summaries))
+    state = "ended" if all(x == "ended" for x in states) else states[0]
+    return {"run": run.label or str(position), "start_time": run.start_time,
+            "end_time": s.get("end_time"), "hosts": run.hosts, "status": status_text(s, state),
+            "wall_seconds": s.get("wall_seconds"),
+            "cpu_seconds": (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
+            if s else None}
+
+
+def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
+    """The report of one run of a job. samples_by_record: [samples] in the order of
+    run.records (one record per node); runs: every run of the job, oldest first; cfg: the
+    config's [report] section (advice thresholds); scheduler: what the scheduler recorded
+    (report.scheduler.record_of), or None."""
+    per_host = [record_summary(info, smp) for info, smp in zip(run.records, samples_by_record)]
+    s = combine([x[0] for x in per_host])
+    states = {x[1] for x in per_host}
+    state = "running" if "running" in states else "lost" if "lost" in states else "ended"
     cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
     wall = s.get("wall_seconds") or 0
+    many = len(run.records) > 1
+    first = run.records[0]
+    samples = [dict(x, host=info.get("host")) if many else x
+               for info, smp in zip(run.records, samples_by_record) for x in smp]
+    if many:
+        samples.sort(key=lambda x: x["time"])
+    eff = _efficiency(s, first.get("tags") or {}, scheduler, len(run.records))
     totals = [
         ("wall time", wall, "s"),
         ("CPU user", s.get("cpu_user_seconds"), "s"),
         ("CPU system", s.get("cpu_system_seconds"), "s"),
         ("CPU cores used (average)", round(cpu / wall, 3) if wall else None, "cores"),
-        ("resident memory peak", s.get("rss_peak_bytes"), "bytes"),
-        ("charged memory peak (incl. page cache)", s.get("mem_peak_bytes"), "bytes"),
         ("storage read", s.get("read_bytes"), "bytes"),
         ("storage written", s.get("write_bytes"), "bytes"),
+        ("storage read rate", s.get("read_bytes") / wall if wall and s.get("read_bytes")
+         is not None else None, "bytes/s"),
+        ("storage write rate", s.get("write_bytes") / wall if wall and s.get("write_bytes")
+         is not None else None, "bytes/s"),
         ("read() total", s.get("rchar_bytes"), "bytes"),
         ("write() total", s.get("wchar_bytes"), "bytes"),
         ("processes (peak)", s.get("procs_max"), "count"),
         ("threads (peak)", s.get("threads_max"), "count"),
+        ("processes left running by the command", s.get("leftover_procs") or None, "count"),
         ("GPUs", s.get("gpu_count"), "count"),
         ("GPU utilization (average)", s.get("gpu_util_avg_percent"), "%"),
         ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),
         ("GPU energy", s.get("gpu_energy_joules"), "J"),
         ("samples", s.get("samples"), "count"),
+        ("points the spool could not take", s.get("lost_points") or None, "count"),
     ]
-    if s.get("signal"):
-        status = f"killed by signal {s['signal']}"
-    elif s.get("exit_code") is not None:
-        status = f"exit code {s['exit_code']}"
-    else:
-        status = "running or ended without a summary"
     header = {
-        "job": info.get("job"), "host": info.get("host"), "user": info.get("user"),
-        "method": s.get("method") or info.get("method"), "status": status,
-        "start_time": info.get("start_time"), "end_time": s.get("end_time"),
-        "command": info.get("command"), "tags": info.get("tags") or {},
+        "job": run.job, "run": run.label, "host": ", ".join(run.hosts),
+        "user": ", ".join(run.users), "scheduler": first.get("scheduler"),
+        "method": s.get("method") or first.get("method"), "status": status_text(s, state),
+        "start_time": run.start_time, "end_time": s.get("end_time"),
+        "command": first.get("command"), "tags": first.get("tags") or {},
     }
     return {"header": header, "totals": [t for t in totals if t[1] is not None],
-            "summary": record.summary, "samples": samples, "running": running}
+            "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
+            "memory": memory_rows(s, samples, eff, scheduler, many),
+            "advice": advise(dict(s, **eff), cfg or DEFAULT_CFG) if state != "running" else [],
+            "scheduler": scheduler,
+            "summary": (first.get("summary") or {}) if not many else s,
+            "hosts": [dict(h[0], host=info.get("host")) for h, info in zip(per_host, run.records)]
+            if many else [],
+            "runs": [run_line(r, i) for i, r in enumerate(runs, 1)],
+            "samples": samples, "running": state == "running"}
+
+
+def _default_cfg():
+    from ..config import SCHEMA
+    return {k: d for k, (_t, d) in SCHEMA["report"].items()}
+
+
+DEFAULT_CFG = _default_cfg()
+
+
+def _efficiency(s, tags, scheduler, nodes):
+    """The run's efficiency figures; what the scheduler says it was given fills in what
+    jobmon's summary does not know (a Slurm job's request, a multi-node job's total)."""
+    alloc = dict((scheduler or {}).get("allocation") or {})
+    if nodes > 1 or not alloc:
+        return efficiency_of(s, tags) if s.get("wall_seconds") else {}
+    filled = dict(s)
+    for k, v in alloc.items():
+        if filled.get(k) is None:
+            filled[k] = v
+    return efficiency_of(filled, tags)
+
+
+def efficiency_rows(e):
+    return [
+        ("cores requested", e.get("cores_requested"), "cores"),
+        ("cores allocated", e.get("cores_allocated"), "cores"),
+        ("CPU efficiency (CPU time / (cores x wall))", e.get("cpu_efficiency_percent"), "%"),
+        ("memory efficiency (footprint peak / allocated)", e.get("mem_efficiency_percent"), "%"),
+        ("GPUs allocated", e.get("gpus_allocated"), "count"),
+        ("canonical units held (1 core + 2 GB)", e.get("canonical_units"), "units"),
+        ("core-hours allocated", e.get("provisioned_core_hours"), "core-h"),
+        ("core-hours used", e.get("used_core_hours"), "core-h"),
+        ("idle canonical core-hours", e.get("idle_canonical_core_hours"), "core-h"),
+        ("GPU-hours", e.get("gpu_hours"), "GPU-h"),
+        ("idle GPU-hours", e.get("idle_gpu_hours"), "GPU-h"),
+        ("outcome", e.get("outcome") and f"{e['outcome']}: {e.get('outcome_reason')}", ""),
+    ]
+
+
+# what each memory figure is, and why they differ
+MEANINGS = {
+    "footprint": "anonymous + shared memory the job's processes hold: what it needs; "
+                 "sampled, plus each process's kernel high-water mark",
+    "charged": "footprint + page cache, as sampled: what the kernel charged the job; "
+               "cache is reclaimable, so it may exceed the request without harm",
+    "kernel": "the cgroup's own high-water mark of charged memory, at any instant "
+              "(memory.peak / max_usage_in_bytes): never misses a spike, includes cache",
+    "htcondor": "HTCondor's MemoryUsage: anon + shmem of the job's cgroup polled every 5 s "
+                "(summed RSS on procd nodes), in MB: misses peaks between polls",
+    "slurm": "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
+             "anonymous memory only on cgroup v1, page cache included on v2",
+    "requested": "what the job asked for", "allocated": "what it was given (its limit)",
+}
+
+
+def memory_rows(s, samples, eff, scheduler, many):
+    """Every memory figure of the run side by side: {"name", "value", "meaning"}."""
+    charged = [x.get("mem_resident_bytes", 0) + x.get("mem_cache_bytes", 0)
+               for x in samples if x.get("mem_cache_bytes") is not None]
+    node = " (largest node)" if many else ""
+    rows = [("footprint peak" + node, s.get("rss_peak_bytes"), "footprint"),
+            ("charged peak, sampled" + node, max(charged) if charged else None, "charged"),
+            ("kernel peak (cgroup)" + node, s.get("mem_peak_bytes"), "kernel")]
+    for label, field in (("HTCondor MemoryUsage", "MemoryUsage (polled peak)"),
+                         ("Slurm MaxRSS", "MaxRSS (sampled, largest step)")):
+        for name, value, _unit in (scheduler or {}).get("figures") or ():
+            if name == field:
+                rows.append((label, value, "htcondor" if "HTCondor" in label else "slurm"))
+    rows += [("requested", eff.get("mem_requested_bytes"), "requested"),
+             ("allocated", eff.get("mem_allocated_bytes"), "allocated")]
+    return [{"name": n, "value": v, "meaning": MEANINGS[m]} for n, v, m in rows if v is not None]

@@ -1,21 +1,52 @@
-"""Stores hold jobs and their samples for `jobmon query` and `jobmon list`.
+"""Stores hold jobs and their samples for `jobmon query`, `jobmon list` and reports.
 
-Read interface (every store, see Store): jobs(limit) -> [job dict with summary],
-job(job_id, user=None) -> JobRecord of the latest run (by that user) or None; its
-info["users"] lists every user with a run of that job id. The embedded store is also a
-sink for the per-job sampler, so this package is standard library only.
+A store holds *records*: one per job run per host (a job the scheduler ran twice has two
+runs; a multi-node job one record per node). Read interface (every store, see Store).
+The embedded store is also a sink for the per-job sampler, so this package is standard
+library only.
 """
 import os
 
 
 class Store:
     def jobs(self, limit=20):
-        """The most recent job runs, newest first: job dicts with "summary" (or None)."""
+        """The most recent records, newest first: job dicts with "summary" (or None)."""
         raise NotImplementedError
 
-    def job(self, job_id, user=None):
-        """The latest run of job_id (by `user`, when given) with its samples, or None."""
+    def records(self, ref, user=None):
+        """Every record of the jobs `ref` (a jobmon.stores.ids.JobRef) stands for, by
+        `user` when given, newest first. Each is a job dict (job, run, host, user,
+        scheduler, start_time, tags, command, interval, method, summary) that samples()
+        takes back."""
         raise NotImplementedError
+
+    def summaries(self, since=None, until=None, user=None, fields=None):
+        """Every record of a job run that started in [since, until) (seconds since the
+        epoch; None: open), by `user` when given, oldest first: job dicts as records()
+        gives them, "summary" None while the job runs. Reads no samples. fields: the
+        summary fields the caller needs (a store may leave others out); None: all."""
+        raise NotImplementedError
+
+    def samples(self, record):
+        """One record's samples, in time order."""
+        raise NotImplementedError
+
+    def breakdowns(self, record, last=None):
+        """One record's per-process breakdowns, in time order (the `last` ones only, when
+        given); [] where the store has none."""
+        return []
+
+    def job(self, job_id, user=None):
+        """The latest record of exactly job_id (by `user`, when given) with its samples,
+        or None; its info["users"] lists every user with a record of that id."""
+        from .ids import JobRef
+        records = self.records(JobRef(job_id, [job_id]))
+        users = sorted({r.get("user") or "" for r in records})
+        records = [r for r in records if not user or r.get("user") == user]
+        if not records:
+            return None
+        info = dict(records[0], users=users)
+        return JobRecord(info, self.samples(records[0]))
 
 
 class JobRecord:

@@ -1,14 +1,20 @@
 """Read jobs back from InfluxDB with InfluxQL over `/query` (1.x natively, 2.x through
 its v1 API with a DBRP mapping, 3.x natively). Same read interface as the embedded
-store, so `jobmon query` / `jobmon list` render the same report from either."""
+store, so `jobmon query` / `jobmon list` render the same report from either.
+
+Queries name every column they read, tags as `"k"::tag` and fields as `"k"::field` (never
+`SELECT *`, where a field named like a tag would take its place), and look ids and users
+up the way the writer stored them (jobmon.influx.lineprotocol.clean_tag)."""
 import base64
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..influx import lineprotocol as lp
 from ..influx import schema
-from . import JobRecord, Store
+from . import Store
+from .ids import JobRef
 
 
 class InfluxError(Exception):
@@ -18,6 +24,16 @@ class InfluxError(Exception):
 def quote_string(value):
     """An InfluxQL string literal: nothing in `value` can end it early."""
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
+
+
+def regex_literal(text):
+    """`text` matched literally inside an InfluxQL /regex/."""
+    return "".join("\\" + c if c in "\\/.^$*+?()[]{}|" else c for c in text)
+
+
+def tag_literal(value):
+    """The literal matching a tag value as the writer stored it."""
+    return quote_string(lp.clean_tag(value))
 
 
 class InfluxStore(Store):
@@ -50,6 +66,8 @@ class InfluxStore(Store):
             raise InfluxError(f"{self.url}: HTTP {e.code}: {e.read()[:300].decode('utf-8', 'replace')}")
         except OSError as e:
             raise InfluxError(f"{self.url}: {e}")
+        except ValueError as e:    # not JSON: not an InfluxDB (a proxy's error page ...)
+            raise InfluxError(f"{self.url}: the answer is not InfluxDB's ({e})")
         out = []
         for res in answer.get("results", []):
             if "error" in res:
@@ -65,27 +83,85 @@ class InfluxStore(Store):
 
     # --- read interface ---
     def jobs(self, limit=20):
-        rows = self.rows(f'SELECT * FROM "{schema.JOB}" ORDER BY time DESC LIMIT {int(limit)}')
+        if int(limit) < 1:
+            raise InfluxError(f"cannot list {limit} jobs: give 1 or more")
+        rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
+                         f'ORDER BY time DESC LIMIT {int(limit)}')
         return [schema.job_from_row(r) for r in rows]
 
-    def job(self, job_id, user=None):
-        """The latest run of job_id (by `user`, when given), with its samples."""
-        where = f'"job" = {quote_string(job_id)}'
+    def records(self, ref, user=None):
+        ref = JobRef(ref.text, [lp.clean_tag(j) for j in ref.exact],   # as the writer stored them
+                     [lp.clean_tag(p) for p in ref.prefixes], ref.global_id)
+        ids = [f'"job"::tag = {quote_string(j)}' for j in ref.exact]
+        ids += [f'"job"::tag =~ /^{regex_literal(p)}/' for p in ref.prefixes]
+        where = "(" + " OR ".join(ids) + ")"
         if user:
-            where += f' AND "user" = {quote_string(user)}'
-        runs = self.rows(f'SELECT * FROM "{schema.JOB}" WHERE {where} ORDER BY time DESC LIMIT 1')
-        if not runs:
-            return None
-        run = runs[0]
-        info = schema.job_from_row(run)
-        info["users"] = sorted({r["value"] for r in self.rows(
-            f'SHOW TAG VALUES FROM "{schema.JOB}" WITH KEY = "user" '
-            f'WHERE "job" = {quote_string(job_id)}')})
-        where = " AND ".join(f'"{k}" = {quote_string(run[k])}' for k in ("job", "host", "user")
-                             if run.get(k) is not None)
+            where += f' AND "user"::tag = {tag_literal(user)}'
+        rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
+                         f'WHERE {where} ORDER BY time DESC')
+        out = []
+        for row in rows:
+            info = schema.job_from_row(row)
+            info["_point"] = {k: row.get(k) for k in ("time",) + schema.SHIPPER_TAGS
+                              + schema.JOB_TAGS}
+            if ref.matches(info):
+                out.append(info)
+        return out
+
+    # rows per query of summaries(): a server's max-row-limit cuts bigger answers short
+    PAGE_ROWS = 10000
+
+    def summaries(self, since=None, until=None, user=None, fields=None):
+        # job points only (timestamped at the job's start), without the command line; the
+        # server's time grows with the columns read, so a caller may name the fields it uses
+        known = set(schema.FIELD_TYPES[schema.JOB]) - {"command"}
+        if fields is not None:
+            known &= set(fields) | {"ended", "tags", "start_time", "method", "interval"}
+        fields = sorted(known)
+        cols = ", ".join([f'"{f}"::field' for f in fields] +
+                         [f'"{t}"::tag' for t in schema.ALL_TAGS])
+        where = []
+        if since is not None:
+            where.append(f"time >= {int(since * 1e9)}")
+        if until is not None:
+            where.append(f"time < {int(until * 1e9)}")
+        if user:
+            where.append(f'"user"::tag = {tag_literal(user)}')
+        cond = " WHERE " + " AND ".join(where) if where else ""
+        out, offset = [], 0
+        while True:
+            rows = self.rows(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time '
+                             f'LIMIT {self.PAGE_ROWS} OFFSET {offset}')
+            for row in rows:
+                info = schema.job_from_row(row)
+                info["cluster"] = row.get("cluster")   # the pool, as the shipper names it
+                info["_point"] = {k: row.get(k) for k in ("time",) + schema.SHIPPER_TAGS
+                                  + schema.JOB_TAGS}
+                out.append(info)
+            if len(rows) < self.PAGE_ROWS:   # jobs started at the same time: by id
+                return sorted(out, key=lambda r: (r["_point"]["time"], r["job"] or ""))
+            offset += len(rows)
+
+    def breakdowns(self, record, last=None):
+        point = record["_point"]
+        where = " AND ".join(f'"{k}"::tag = {quote_string(point[k])}'
+                             for k in schema.SHIPPER_TAGS + schema.JOB_TAGS
+                             if point.get(k) is not None)
+        order = f" ORDER BY time DESC LIMIT {int(last)}" if last else " ORDER BY time"
+        rows = self.rows(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
+                         f'WHERE {where} AND time >= {point["time"] - 10**6}{order}')
+        out = [schema.procs_from_row(r) for r in rows]
+        return out[::-1] if last else out
+
+    def samples(self, record):
+        point = record["_point"]
+        where = " AND ".join(f'"{k}"::tag = {quote_string(point[k])}'
+                             for k in schema.SHIPPER_TAGS + schema.JOB_TAGS
+                             if point.get(k) is not None)
         end = ""
-        if info["summary"] and info["summary"].get("end_time"):
-            end = f" AND time <= {int((info['summary']['end_time'] + 60) * 1e9)}"
-        samples = self.rows(f'SELECT * FROM "{schema.SAMPLE}" WHERE {where} '
-                            f'AND time >= {run["time"] - 10**6}{end} ORDER BY time')  # start is µs-rounded
-        return JobRecord(info, [schema.sample_from_row(r) for r in samples])
+        if record["summary"] and record["summary"].get("end_time"):
+            end = f" AND time <= {int((record['summary']['end_time'] + 60) * 1e9)}"
+        rows = self.rows(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
+                         f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
+                         f'ORDER BY time')  # the start is µs-rounded
+        return [schema.sample_from_row(r) for r in rows]

@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 from ..sinks import Sink
-from . import JobRecord, Store
+from . import Store
 
 
 SCHEMA = """
@@ -27,6 +27,12 @@ CREATE TABLE IF NOT EXISTS samples (
     data TEXT NOT NULL        -- the sample's fields (JSON)
 );
 CREATE INDEX IF NOT EXISTS samples_run ON samples (run, time);
+CREATE TABLE IF NOT EXISTS procs (     -- the per-process breakdown, at its own rate
+    run INTEGER NOT NULL REFERENCES runs (id),
+    time INTEGER NOT NULL,
+    data TEXT NOT NULL        -- the breakdown record (JSON)
+);
+CREATE INDEX IF NOT EXISTS procs_run ON procs (run, time);
 """
 
 
@@ -44,6 +50,7 @@ class LocalStore(Sink, Store):
         self.db.executescript(SCHEMA)
         self.run_id = None
         self.pending = []
+        self.pending_procs = []
 
     # --- sink side (inside the job) ---
     def open(self, job):
@@ -57,12 +64,19 @@ class LocalStore(Sink, Store):
         self.pending.append((self.run_id, sample["time"], json.dumps(sample)))
         self._flush()
 
+    def procs(self, record):
+        self.pending_procs.append((self.run_id, record["time"], json.dumps(record)))
+        self._flush()
+
     def _flush(self):
         try:
             with self.db:
                 self.db.executemany("INSERT INTO samples (run, time, data) VALUES (?,?,?)",
                                     self.pending)
-            self.pending = []
+                if self.pending_procs:
+                    self.db.executemany("INSERT INTO procs (run, time, data) VALUES (?,?,?)",
+                                        self.pending_procs)
+            self.pending, self.pending_procs = [], []
         except sqlite3.OperationalError:
             pass  # locked for longer than the timeout: kept, retried with the next sample
 
@@ -76,26 +90,67 @@ class LocalStore(Sink, Store):
 
     # --- read side (jobmon query / list) ---
     def jobs(self, limit=20):
-        rows = self.db.execute(
-            "SELECT info, summary FROM runs ORDER BY start_time DESC, id DESC LIMIT ?", (limit,))
-        return [_info(i, s) for i, s in rows]
+        rows = self.db.execute("SELECT id, info, summary FROM runs ORDER BY start_time DESC, "
+                               "id DESC LIMIT ?", (limit,))
+        return [_info(i, s, run) for run, i, s in rows]
 
-    def job(self, job_id, user=None):
-        runs = [(run, _info(i, s)) for run, i, s in self.db.execute(
-            "SELECT id, info, summary FROM runs WHERE job = ? ORDER BY start_time DESC, id DESC",
-            (job_id,))]
-        users = sorted({info.get("user") or "" for _run, info in runs})
-        runs = [r for r in runs if not user or r[1].get("user") == user]
-        if not runs:
-            return None
-        run, info = runs[0]
-        info["users"] = users
-        samples = [json.loads(d) for (d,) in self.db.execute(
-            "SELECT data FROM samples WHERE run = ? ORDER BY time", (run,))]
-        return JobRecord(info, samples)
+    def records(self, ref, user=None):
+        # an id, or all ids with a prefix: an index range [prefix, prefix with its last
+        # character incremented) -- SQLite compares text byte by byte
+        where = " OR ".join(["job = ?"] * len(ref.exact) + ["(job >= ? AND job < ?)"] * len(ref.prefixes))
+        args = list(ref.exact)
+        for p in ref.prefixes:
+            args += [p, p[:-1] + chr(ord(p[-1]) + 1)]
+        rows = self.db.execute(f"SELECT id, info, summary FROM runs WHERE {where} "
+                               "ORDER BY start_time DESC, id DESC", args)
+        out = [_info(i, s, run) for run, i, s in rows]
+        return [r for r in out if ref.matches(r) and (not user or r.get("user") == user)]
+
+    def summaries(self, since=None, until=None, user=None, fields=None):
+        # one scan of the runs table, never the samples: 10k jobs read in ~0.1 s
+        where, args = ["1"], []
+        for cond, v in (("start_time >= ?", since), ("start_time < ?", until),
+                        ("user = ?", user)):
+            if v is not None:
+                where.append(cond)
+                args.append(v)
+        rows = self.db.execute(f"SELECT id, info, summary FROM runs WHERE {' AND '.join(where)} "
+                               "ORDER BY start_time, job, id", args)
+        return [_info(i, s, run) for run, i, s in rows]
+
+    def samples(self, record):
+        return [json.loads(d) for (d,) in self.db.execute(
+            "SELECT data FROM samples WHERE run = ? ORDER BY time", (record["_row"],))]
 
 
-def _info(info, summary):
+    def unfinished(self, host=None):
+        """Records without an end-of-job record (running, or their sampler died), of
+        `host` when given, newest first."""
+        rows = self.db.execute("SELECT id, info, summary FROM runs WHERE summary IS NULL "
+                               "AND (? IS NULL OR host = ?) ORDER BY start_time DESC",
+                               (host, host))
+        return [_info(i, s, run) for run, i, s in rows]
+
+    def last_samples(self, record, last):
+        """The `last` samples of one record, in time order."""
+        rows = self.db.execute("SELECT data FROM samples WHERE run = ? ORDER BY time DESC "
+                               "LIMIT ?", (record["_row"], int(last))).fetchall()
+        return [json.loads(d) for (d,) in reversed(rows)]
+
+    def breakdowns(self, record, last=None):
+        """One record's breakdowns in time order (the `last` ones only, when given)."""
+        if last:
+            rows = self.db.execute("SELECT data FROM procs WHERE run = ? ORDER BY time DESC "
+                                   "LIMIT ?", (record["_row"], int(last))).fetchall()[::-1]
+        else:
+            rows = self.db.execute("SELECT data FROM procs WHERE run = ? ORDER BY time",
+                                   (record["_row"],))
+        return [json.loads(d) for (d,) in rows]
+
+
+def _info(info, summary, row):
     d = json.loads(info)
     d["summary"] = json.loads(summary) if summary else None
+    d.setdefault("run", None)
+    d["_row"] = row   # where its samples are
     return d

@@ -22,7 +22,9 @@ from test_slurm_accuracy import WORKLOADS
 # seconds per Python process whose exit its own accounting misses: 0.25-0.35 s on a quiet
 # host, up to 0.5 s when the host is busy (the guest's clock is the host's)
 EMULATION = 0.5
-SACCT_AGREES = 0.1  # jobmon and sacct read the same cgroup counters: the check blind to nothing
+# jobmon and sacct read the same cgroup counters, but at different moments: a step's
+# slurmstepd may still run after the sampler's last read of it (0.1-0.2 s under emulation)
+SACCT_AGREES = 0.25
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +81,10 @@ def test_v2_accuracy_and_sacct_beside(v2):
         assert rec.summary["method"] == "cgroup-v2"
         procs = 3 if name == "escape" else 1     # escape: main, child, daemon
         diff = rec.cpu() - truth
-        ok = -cpu_tolerance(truth) <= diff <= cpu_tolerance(truth) + EMULATION * procs \
-            and abs(rec.cpu() - acct.cpu_seconds) <= SACCT_AGREES
+        ok = -cpu_tolerance(truth) <= diff <= cpu_tolerance(truth) + EMULATION * procs
+        # sacct loses an escaped daemon's CPU (seen: -0.66 s), so it is no reference there
+        if name != "escape":
+            ok = ok and abs(rec.cpu() - acct.cpu_seconds) <= SACCT_AGREES
         rows.append(f"{name:10} truth {truth:6.3f}  jobmon {rec.cpu():6.3f} ({diff:+.3f})  "
                     f"sacct {acct.cpu_seconds:6.3f} ({acct.cpu_seconds - truth:+.3f})  "
                     f"peak {rec.summary['mem_peak_bytes'] / 2**20:6.1f} MiB  sacct MaxRSS "

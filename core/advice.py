@@ -1,0 +1,123 @@
+"""Advice on a job: small named rules over its summary, thresholds from the config's
+[report] section (docs/reports.md lists every rule). Nothing is evaluated from strings.
+
+Each rule takes (summary, cfg) -- the summary with the efficiency figures of
+jobmon.efficiency, cfg the [report] section -- and returns one line or None.
+"""
+import math
+
+GIB = 1 << 30
+
+
+def _gib(n):
+    return f"{n / GIB:.1f} GB" if n < 100 * GIB else f"{n / GIB:.0f} GB"
+
+
+def _cores_used(s):
+    wall = s.get("wall_seconds") or 0
+    cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
+    return cpu / wall if wall > 0 else None
+
+
+def cpu_underused(s, cfg):
+    """Fewer cores busy than allocated: suggest the average used plus headroom."""
+    eff, cores, used = s.get("cpu_efficiency_percent"), s.get("cores_allocated"), _cores_used(s)
+    if eff is None or used is None or cores is None or cores <= 1:
+        return None
+    if eff >= cfg["cpu_low_percent"]:
+        return None
+    ask = max(1, math.ceil(used * (1 + cfg["cpu_headroom_percent"] / 100)))
+    if ask >= cores:
+        return None
+    return (f"used {used:.1f} of the {cores:g} cores it was given ({eff:.0f} %): "
+            f"ask for {ask} core{'s' if ask > 1 else ''}")
+
+
+def cpu_oversubscribed(s, cfg):
+    """More cores busy than allocated: its threads compete (or it escaped a limit)."""
+    cores, used = s.get("cores_allocated"), _cores_used(s)
+    if cores and used is not None and used > cores * 1.1:
+        return (f"kept {used:.1f} cores busy on {cores:g} allocated: ask for "
+                f"{math.ceil(used)} or cap its threads (OMP_NUM_THREADS and the like)")
+    return None
+
+
+def memory_overrequested(s, cfg):
+    """A resident peak well below the memory given: suggest the peak plus headroom."""
+    mem, peak = s.get("mem_allocated_bytes"), s.get("rss_peak_bytes")
+    if not mem or not peak or 100 * peak / mem >= cfg["mem_low_percent"]:
+        return None
+    ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
+    if mem - ask < cfg["mem_min_waste_bytes"]:
+        return None
+    return f"peak {_gib(peak)} of {_gib(mem)} memory: ask for {_gib(ask)}"
+
+
+def memory_near_limit(s, cfg):
+    """A resident peak close to the memory limit: the next run may be killed."""
+    mem, peak = s.get("mem_allocated_bytes"), s.get("rss_peak_bytes")
+    if not mem or not peak or 100 * peak / mem < cfg["mem_near_limit_percent"]:
+        return None
+    ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
+    return (f"peak {_gib(peak)} is {100 * peak / mem:.0f} % of its {_gib(mem)}: "
+            f"ask for {_gib(ask)} so it is not killed for memory")
+
+
+def stalled(s, cfg):
+    """Many samples with next to no CPU while processes were alive: waiting on something."""
+    idle, n = s.get("cpu_idle_samples"), s.get("samples")
+    if not idle or not n or n < 5 or 100 * idle / n < cfg["idle_samples_percent"]:
+        return None
+    return (f"idle (under 0.01 cores) in {idle} of {n} samples: waiting on I/O, the "
+            "network or a lock? `jobmon watch` shows it live")
+
+
+def memory_leak(s, cfg):
+    """Resident memory rose steadily over the run."""
+    if not s.get("mem_rising"):
+        return None
+    rate = s.get("mem_growth_bytes_per_hour") or 0
+    return f"resident memory rose steadily (+{_gib(rate)} per hour): a leak?"
+
+
+def gpu_idle(s, cfg):
+    """GPUs allocated but hardly used."""
+    gpus, util = s.get("gpus_allocated"), s.get("gpu_util_avg_percent")
+    if not gpus or util is None or util >= cfg["gpu_low_percent"]:
+        return None
+    return (f"{gpus} GPU{'s' if gpus > 1 else ''} allocated, {util:.0f} % busy on average: "
+            "ask for none, or fewer")
+
+
+def short_job(s, cfg):
+    """Very short jobs spend much of their slot on scheduling and start-up."""
+    wall = s.get("wall_seconds")
+    if wall is None or wall >= cfg["short_job_seconds"] or s.get("outcome") != "goodput":
+        return None
+    return f"ran {wall:.0f} s: jobs this short are better grouped into longer ones"
+
+
+def no_allocation(s, cfg):
+    """Nothing says what the job was given: no efficiency can be computed."""
+    if s.get("cores_allocated") is not None or s.get("wall_seconds") is None:
+        return None
+    return ("no allocation known: give `jobmon run --tag request_cpus=N "
+            "--tag request_memory=SIZE` for efficiency figures")
+
+
+RULES = (cpu_underused, cpu_oversubscribed, memory_overrequested, memory_near_limit, stalled,
+         memory_leak, gpu_idle, short_job, no_allocation)
+
+
+def advise(summary, cfg):
+    """[{"rule": name, "text": line}] for the rules that have something to say, in RULES
+    order; rules named in cfg["disabled"] are left out."""
+    off = {x.strip() for x in (cfg.get("disabled") or "").split(",") if x.strip()}
+    out = []
+    for rule in RULES:
+        if rule.__name__ in off:
+            continue
+        text = rule(summary, cfg)
+        if text:
+            out.append({"rule": rule.__name__, "text": text})
+    return out

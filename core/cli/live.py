@@ -1,0 +1,203 @@
+"""`jobmon top` and `jobmon watch`: the jobs running on this node, live, from the node's
+spool and the embedded store (no database). Models here, layout in jobmon.render.live."""
+import os
+import sys
+import time
+from typing import Optional
+
+import typer
+
+SORTS = ("cpu", "mem", "eff")
+CLEAR = "\x1b[H\x1b[2J"
+
+
+def sources(spool, store):
+    """(spool dir or None, LocalStore or None): --spool / --store, else the config's spool
+    directory and the embedded store's default path, where they exist."""
+    from ..stores import store_path
+    if spool is None:
+        from .. import config
+        try:
+            spool = config.load()["spool"]["dir"]
+        except config.ConfigError as e:
+            typer.echo(f"jobmon: {e}", err=True)
+            raise typer.Exit(2)
+    if spool == "none":
+        spool = None
+    path = store or store_path()
+    st = None
+    if path != "none" and os.path.exists(path):
+        from ..stores.local import LocalStore
+        st = LocalStore(path)
+    return spool, st
+
+
+def cores_allocated(info):
+    from ..report.job_efficiency import allocation
+    return allocation({}, info.get("tags") or {}).get("cores_allocated")
+
+
+def row(job, now):
+    """One line of `jobmon top`."""
+    last = job.samples[-1] if job.samples else {}
+    alloc = cores_allocated(job.info)
+    cpu = (last.get("cpu_user_seconds") or 0) + (last.get("cpu_system_seconds") or 0)
+    elapsed = last.get("elapsed_seconds") or 0
+    return {"job": job.job, "user": job.info.get("user"), "cores": last.get("cpu_cores"),
+            "alloc": alloc, "mem": last.get("mem_resident_bytes"),
+            "eff": cpu / (alloc * elapsed) * 100 if alloc and elapsed > 0 else None,
+            "procs": last.get("procs"), "age": now - (job.info.get("start_time") or now)}
+
+
+def sort_rows(rows, by):
+    """cpu, mem: the largest first; eff: the least efficient first (the waste). Unknown
+    figures last; ties by job id."""
+    key = {"cpu": "cores", "mem": "mem", "eff": "eff"}[by]
+    sign = 1 if by == "eff" else -1
+    return sorted(rows, key=lambda r: (r[key] is None, sign * (r[key] or 0), str(r["job"])))
+
+
+def top_text(spool, st, by):
+    from ..render.live import top_screen
+    from ..stores.live import running
+    jobs, problems = running(spool, st, last=2)
+    now = time.time()
+    rows = sort_rows([row(j, now) for j in jobs], by)
+    title = (f"jobmon top — {os.uname().nodename} — {len(rows)} running job"
+             f"{'' if len(rows) == 1 else 's'} — by {by} — {time.strftime('%H:%M:%S')}")
+    return top_screen(rows, title, problems)
+
+
+def breakdown_report(st, records):
+    """For `jobmon query`: {"latest": the last breakdown, "over_job": command names over
+    all of them}, or None where the job has none."""
+    from ..stores.live import fold_breakdowns
+    found = sorted((b for r in records for b in st.breakdowns(r)), key=lambda b: b["time"])
+    if not found:
+        return None
+    return {"latest": found[-1], "over_job": fold_breakdowns(found), "count": len(found)}
+
+
+def rates(samples, keys):
+    """Bytes per second between consecutive samples of the sum of the counters `keys`."""
+    out = [None]
+    for a, b in zip(samples, samples[1:]):
+        dt = (b["time"] - a["time"]) / 1e9
+        if dt <= 0 or any(k not in a or k not in b for k in keys):
+            out.append(None)
+            continue
+        out.append(max(sum(b[k] - a[k] for k in keys), 0) / dt)
+    return out
+
+
+def watch_model(job, now):
+    from ..render.live import number, size
+    smp, info = job.samples, job.info
+    r = row(job, now)
+    io_keys = ("read_bytes", "write_bytes") if any("read_bytes" in s for s in smp) \
+        else ("rchar_bytes", "wchar_bytes")
+    io = rates(smp, io_keys)
+
+    def series(label, values, fmt, hi=None):
+        known = [v for v in values if v is not None]
+        last = values[-1] if values else None
+        return (label, values, fmt(last), fmt(max(known) if known else None), hi)
+
+    out = [series("CPU cores", [s.get("cpu_cores") for s in smp], number, r["alloc"]),
+           series("memory", [s.get("mem_resident_bytes") for s in smp], size),
+           series("disk I/O/s" if io_keys[0] == "read_bytes" else "I/O/s (sys)", io, size),
+           series("processes", [s.get("procs") for s in smp],
+                  lambda v: "-" if v is None else str(v))]
+    if any("gpu_util_percent" in s for s in smp):
+        out.append(series("GPU util %", [s.get("gpu_util_percent") for s in smp],
+                          lambda v: number(v, 0), 100))
+    return {"job": job.job, "run": info.get("run"), "user": info.get("user"),
+            "host": info.get("host"), "method": info.get("method"), "age": r["age"],
+            "command": info.get("command"), "alloc": r["alloc"], "eff": r["eff"],
+            "interval": info.get("interval"), "series": out, "procs": job.procs}
+
+
+def find(job_id, spool, st, last):
+    from ..stores.live import running
+    jobs, problems = running(spool, st, last)
+    mine = [j for j in jobs if str(j.job) == job_id]
+    mine.sort(key=lambda j: j.info.get("start_time") or 0)
+    return (mine[-1] if mine else None), jobs, problems
+
+
+def loop(draw, once, every):
+    """Draw once (to stdout, plain) or again every `every` seconds until Ctrl-C or until
+    draw() returns None."""
+    if once:
+        text = draw()
+        if text is not None:
+            sys.stdout.write(text)
+        return
+    try:
+        while True:
+            text = draw()
+            if text is None:
+                return
+            sys.stdout.write(CLEAR + text)
+            sys.stdout.flush()
+            time.sleep(every)
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+
+
+def register(app):
+    spool_opt = typer.Option(None, metavar="DIR", help="Spool directory (default: the "
+                             "config's [spool] dir; 'none' to skip).")
+    store_opt = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
+                             help="Embedded store (default: yours; 'none' to skip).")
+
+    @app.command()
+    def top(
+        sort: str = typer.Option("cpu", "--sort", "-s", help="cpu, mem or eff (least "
+                                 "efficient first)."),
+        once: bool = typer.Option(False, "--once", help="Print one screen and exit."),
+        interval: float = typer.Option(2.0, "--interval", "-i", min=0.1, metavar="S",
+                                       help="Seconds between refreshes."),
+        spool: Optional[str] = spool_opt, store: Optional[str] = store_opt,
+    ):
+        """The jobs running on this node: cores used and allocated, memory, efficiency."""
+        if sort not in SORTS:
+            raise typer.BadParameter(f"choose one of {', '.join(SORTS)}", param_hint="--sort")
+        sp, st = sources(spool, store)
+        loop(lambda: top_text(sp, st, sort), once, interval)
+
+    @app.command()
+    def watch(
+        job_id: str = typer.Argument(..., metavar="JOBID", help="A job running on this node."),
+        once: bool = typer.Option(False, "--once", help="Print one screen and exit."),
+        interval: float = typer.Option(2.0, "--interval", "-i", min=0.1, metavar="S",
+                                       help="Seconds between refreshes."),
+        samples: int = typer.Option(50, "--samples", "-n", min=2, max=50,
+                                    help="Samples in the sparklines."),
+        spool: Optional[str] = spool_opt, store: Optional[str] = store_opt,
+    ):
+        """One running job live: sparklines of CPU, memory, I/O and processes, and its
+        busiest processes."""
+        from ..render.live import watch_screen
+        from .query import argv_text
+        job_id = argv_text(job_id)
+        sp, st = sources(spool, store)
+        job, jobs, problems = find(job_id, sp, st, samples + 1)
+        if job is None:
+            names = ", ".join(sorted({str(j.job) for j in jobs})[:10]) or "none"
+            for p in problems:
+                typer.echo(f"jobmon: {p}", err=True)
+            typer.echo(f"jobmon: job {job_id!r} is not running on this node (running: "
+                       f"{names}); for finished jobs see `jobmon query`", err=True)
+            raise typer.Exit(1)
+        state = {"first": True}
+
+        def draw():
+            nonlocal job
+            if not state.pop("first", False):
+                job = find(job_id, sp, st, samples + 1)[0]
+                if job is None:
+                    sys.stdout.write(f"job {job_id} has ended (see `jobmon query {job_id}`)\n")
+                    return None
+            return watch_screen(watch_model(job, time.time()))
+        loop(draw, once, interval)

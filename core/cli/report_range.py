@@ -1,0 +1,74 @@
+"""`jobmon report` without a JOBID: many jobs over a time range, grouped (docs/reports.md).
+
+Reads only the jobs' summaries (one point per job run), never their samples, from the
+embedded store or InfluxDB; the report model is built in jobmon.report.aggregate and
+jobmon.report.rightsize and laid out by jobmon.render.range_report.
+"""
+import datetime
+import re
+import time
+
+import typer
+
+_AGO = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*\Z")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_time(text, now=None, param="--since"):
+    """Seconds since the epoch from "7d", "12h", "30m", "2w", "90s" (that long before now),
+    "now", or an ISO 8601 date or time ("2024-05-01", "2024-05-01T12:00", with or
+    without a UTC offset; without one: local time)."""
+    now = time.time() if now is None else now
+    t = text.strip()
+    if t.lower() == "now":
+        return now
+    m = _AGO.match(t.lower())
+    if m:
+        return now - float(m.group(1)) * _SECONDS[m.group(2)]
+    try:
+        when = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{text!r} is neither a duration (7d, 12h, 30m, 2w) nor an "
+                                 "ISO date or time (2024-05-01, 2024-05-01T12:00)",
+                                 param_hint=param)
+    return when.timestamp()   # naive: local time
+
+
+def limits():
+    """The config's [report] thresholds that the aggregate and right-sizing read."""
+    from .. import config
+    try:
+        section = config.load().values.get("report") or {}
+    except config.ConfigError as e:
+        typer.echo(f"jobmon: {e}", err=True)
+        raise typer.Exit(2)
+    return dict(section)
+
+
+def report_range(since="7d", until=None, by="user", user=None, as_json=False, as_csv=False,
+                 top=10, store=None):
+    from ..render import range_report
+    from ..report import aggregate, rightsize
+    from .query import argv_text, open_store
+    if by not in aggregate.GROUP_KEYS:
+        raise typer.BadParameter(f"{by!r}: one of {', '.join(aggregate.GROUP_KEYS)}",
+                                 param_hint="--by")
+    if top < 1:
+        raise typer.BadParameter("give 1 or more", param_hint="--top")
+    now = time.time()
+    t0 = parse_time(since, now, "--since") if since else None
+    t1 = parse_time(until, now, "--until") if until else None
+    if t0 is not None and t1 is not None and t1 <= t0:
+        raise typer.BadParameter(f"{until!r} is not after --since {since!r}",
+                                 param_hint="--until")
+    lim = dict(limits(), top=top)
+    from ..report.job_efficiency import INPUTS
+    records = open_store(store).summaries(t0, t1, argv_text(user), fields=INPUTS)
+    model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim)
+    model["batches"] = rightsize.rightsize(records, lim, top)
+    if as_json:
+        typer.echo(range_report.to_json(model))
+    elif as_csv:
+        typer.echo(range_report.to_csv(model), nl=False)
+    else:
+        range_report.show(model)

@@ -1,0 +1,184 @@
+"""What a job was given, what it used of it, and the OSG canonical units of the difference.
+
+Written into every job's end-of-job summary (so that reports and Grafana aggregate without
+recomputing) and recomputed by the report for jobs whose summary lacks them. Standard
+library only, no imports beyond os and signal: it runs inside the job at its end.
+
+Canonical units (OSG, "Accounting of provisioned resources on OSG pool"): 1 CPU core +
+2 GB RAM, or 1 GPU. Idle CPU resources count only in whole units: 3 idle cores + 3 GB is
+1 unit (memory-limited), 3 cores + 1 GB is 0, 2 cores + 6 GB is 2 (core-limited). "GB" is
+read as GiB (HTCondor's and Slurm's MB are MiB; a 2048 MB-per-core slot is 1 unit per core).
+"""
+import os
+import signal as _signal
+
+GIB = 1 << 30
+MIB = 1 << 20
+CANONICAL_MEMORY_BYTES = 2 * GIB
+_SLACK = 1e-9   # so that 8 - 2.2 - 2.8 idle cores still make 3 whole cores
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": MIB, "mb": MIB,
+          "mib": MIB, "g": GIB, "gb": GIB, "gib": GIB, "t": 1 << 40, "tb": 1 << 40,
+          "tib": 1 << 40}
+# a cgroup memory limit this large is "no limit" (v1 writes PAGE_COUNTER_MAX pages)
+_UNLIMITED = 1 << 60
+
+
+def _whole(x):
+    return x if isinstance(x, int) else int(x + _SLACK)
+
+
+def whole_units(cores, memory_bytes, memory_per_unit=CANONICAL_MEMORY_BYTES):
+    """Whole canonical CPU units (int) in `cores` cores with `memory_bytes` bytes: each unit
+    takes 1 core and memory_per_unit bytes. memory_bytes None: the cores alone decide."""
+    if memory_bytes is None:
+        return _whole(cores)
+    return min(_whole(cores), _memory_units(memory_bytes, memory_per_unit))
+
+
+def _memory_units(memory_bytes, memory_per_unit):
+    if isinstance(memory_bytes, int) and isinstance(memory_per_unit, int):
+        return memory_bytes // memory_per_unit   # exact: one byte short is one unit less
+    return _whole(memory_bytes / memory_per_unit)
+
+
+def limited_by(cores, memory_bytes, memory_per_unit=CANONICAL_MEMORY_BYTES):
+    """Which of the two caps whole_units(): "cores", "memory" or "both" (equal)."""
+    if memory_bytes is None:
+        return "cores"
+    by_cores, by_memory = _whole(cores), _memory_units(memory_bytes, memory_per_unit)
+    return "both" if by_cores == by_memory else "cores" if by_cores < by_memory else "memory"
+
+
+# --- what the job was given ---------------------------------------------------------------
+
+def number(v):
+    """A float from a tag value; None for absent or unevaluated text (a ClassAd expression)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x and abs(x) != float("inf") and x >= 0 else None
+
+
+def size_bytes(text):
+    """Bytes from "4GiB", "4096MB", "2.5G", "1073741824" (a --tag request_memory=...)."""
+    t = str(text or "").strip().lower()
+    i = len(t)
+    while i and not (t[i - 1].isdigit() or t[i - 1] == "."):
+        i -= 1
+    x, unit = number(t[:i]), t[i:].strip()
+    return int(x * _UNITS[unit]) if x is not None and unit in _UNITS else None
+
+
+def _first(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def allocation(tags, limits=None, gpu_count=None):
+    """Requested and allocated cores, memory (bytes) and GPUs, each None when not known.
+    Requested: HTCondor's Request* (memory in MiB) or the tags request_cpus, request_memory
+    (with a unit), request_gpus. Allocated: HTCondor's *Provisioned, else what the kernel
+    enforces (`limits`: the cgroup's CPU quota or cpuset, its memory limit), else the
+    request; GPUs: else the GPUs the job could see."""
+    t, lim = tags or {}, limits or {}
+    mib = lambda v: None if number(v) is None else int(number(v) * MIB)   # noqa: E731
+    cores_req = _first(number(t.get("RequestCpus")), number(t.get("request_cpus")))
+    mem_req = _first(mib(t.get("RequestMemory")), size_bytes(t.get("request_memory")))
+    gpus_req = _first(number(t.get("RequestGPUs")), number(t.get("request_gpus")))
+    return {
+        "cores_requested": cores_req,
+        "cores_allocated": _first(number(t.get("CpusProvisioned")), lim.get("cores"), cores_req),
+        "mem_requested_bytes": mem_req,
+        "mem_allocated_bytes": _first(mib(t.get("MemoryProvisioned")), lim.get("memory_bytes"),
+                                      mem_req),
+        "gpus_requested": None if gpus_req is None else int(gpus_req),
+        "gpus_allocated": _first(*(None if x is None else int(x) for x in (
+            number(t.get("GPUsProvisioned")), gpu_count or None, gpus_req))),
+    }
+
+
+def cgroup_memory_limit(text):
+    """memory.max (v2: "max" or bytes) or memory.limit_in_bytes (v1) -> bytes or None."""
+    t = text.strip()
+    return int(t) if t.isdigit() and int(t) < _UNLIMITED else None
+
+
+def cgroup_cpu_quota(quota, period):
+    """Cores from a CPU quota: v2 cpu.max "QUOTA PERIOD" ("max" = none), v1 cfs_quota_us
+    and cfs_period_us (-1 = none)."""
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:
+        return None
+    return round(q / p, 3) if q > 0 and p > 0 else None
+
+
+def affinity_cores(pids):
+    """How many CPUs the job's processes may run on, when fewer than the node has (a cpuset
+    or taskset: its allocation); else None."""
+    for pid in pids[:1]:
+        try:
+            n = len(os.sched_getaffinity(pid))
+        except OSError:
+            return None
+        return float(n) if n < (os.cpu_count() or n + 1) else None
+    return None
+
+
+# --- what it used of it ------------------------------------------------------------------
+
+def exit_outcome(exit_code, signal):
+    """(outcome, reason) from a run's exit status alone: exit 0 is goodput, anything else
+    badput; None outcome without a status (still running, or lost)."""
+    if signal:
+        try:
+            name = _signal.Signals(signal).name
+        except ValueError:
+            name = f"signal {signal}"
+        return "badput", f"killed by {name}"
+    if exit_code is None:
+        return None, "no exit status recorded"
+    if exit_code == 0:
+        return "goodput", "completed (exit code 0)"
+    return "badput", f"failed (exit code {exit_code})"
+
+
+def _round(x, n=4):
+    return None if x is None else round(x, n)
+
+
+def figures(summary, alloc, memory_per_unit=CANONICAL_MEMORY_BYTES):
+    """The allocation, efficiency, canonical-unit and outcome fields of a job's summary
+    (docs/metrics.md), from its totals and allocation(); a figure that needs something not
+    known is None. Idle = allocated - used, never below 0, over the whole run."""
+    out = dict(alloc)
+    wall = summary.get("wall_seconds") or 0.0
+    hours = wall / 3600.0
+    cpu = (summary.get("cpu_user_seconds") or 0) + (summary.get("cpu_system_seconds") or 0)
+    cores, mem = alloc.get("cores_allocated"), alloc.get("mem_allocated_bytes")
+    peak = summary.get("rss_peak_bytes")
+    used_cores = cpu / wall if wall > 0 else 0.0
+    out["cpu_efficiency_percent"] = _round(100.0 * used_cores / cores, 2) \
+        if cores and wall > 0 else None
+    out["mem_efficiency_percent"] = _round(100.0 * peak / mem, 2) if mem and peak else None
+    out["canonical_units"] = _round(max(cores or 0, (mem or 0) / memory_per_unit)) \
+        if cores or mem else None
+    out["used_core_hours"] = _round(cpu / 3600.0, 6)
+    if cores:
+        idle_cores = max(cores - used_cores, 0.0)
+        idle_mem = None if mem is None or peak is None else max(mem - peak, 0)
+        out["provisioned_core_hours"] = _round(cores * hours, 6)
+        out["idle_core_hours"] = _round(idle_cores * hours, 6)
+        out["idle_canonical_core_hours"] = _round(
+            whole_units(idle_cores, idle_mem, memory_per_unit) * hours, 6)
+        out["idle_limited_by"] = limited_by(idle_cores, idle_mem, memory_per_unit)
+    else:
+        out.update(provisioned_core_hours=None, idle_core_hours=None,
+                   idle_canonical_core_hours=None, idle_limited_by=None)
+    gpus, util = alloc.get("gpus_allocated"), summary.get("gpu_util_avg_percent")
+    out["gpu_hours"] = _round(gpus * hours, 6) if gpus else None
+    out["idle_gpu_hours"] = _round(gpus * hours * (1 - min(util, 100.0) / 100.0), 6) \
+        if gpus and util is not None else None
+    out["outcome"], out["outcome_reason"] = exit_outcome(summary.get("exit_code"),
+                                                          summary.get("signal"))
+    return out

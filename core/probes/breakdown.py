@@ -1,0 +1,116 @@
+"""Which processes of a job use its CPU and memory: the top N by command name (comm).
+
+Taken at a lower rate than samples (config [procs] every_seconds, default 30 s) so that it
+stays within the sampler's cost budget: one read of /proc/<pid>/stat per live process of
+the job (pids from the probe: cgroup.procs in cgroup mode, the tree walk in procfs mode),
+plus /proc/<pid>/cmdline of each group shown, only where the site allows command lines
+([procs] cmdline, default off). What it keeps between takes: one (start, CPU ticks) pair per
+live process, to give CPU over the window. Standard library only (inside every job).
+
+A record: {"time", "elapsed_seconds", "window_seconds", "procs", "top": [{"comm", "procs",
+"cpu_cores", "rss_bytes"[, "cmdline"]}]}: the groups among the N heaviest by CPU or by
+resident memory, CPU first. Processes that ended during the window are not in it.
+"""
+import os
+import time
+
+from .files import PROC, TICK, read_once
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MAX_TOP = 20               # groups shown at most, whatever the config says
+MAX_CMDLINE = 256          # characters of a command line kept
+FIRST_AFTER = 10.0         # seconds to the first take (short jobs get one too)
+
+
+def parse_stat(data):
+    """(comm, state, cpu ticks, start ticks, rss bytes) from /proc/<pid>/stat."""
+    head, _, rest = data.rpartition(b") ")
+    comm = head.partition(b" (")[2].decode("utf-8", "replace")
+    f = rest.split()
+    return comm, f[0], int(f[11]) + int(f[12]), int(f[19]), int(f[21]) * PAGE
+
+
+def cmdline(proc, pid):
+    try:
+        raw = read_once(b"%s/%d/cmdline" % (proc, pid))[:MAX_CMDLINE * 4]
+    except OSError:
+        return None
+    text = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+    return text[:MAX_CMDLINE] or None
+
+
+class Breakdown:
+    def __init__(self, pids, top=5, every=30.0, with_cmdline=False, proc=PROC,
+                 clock=time.monotonic):
+        """pids(): the job's live pids (a probe's pids)."""
+        self.pids, self.top, self.every = pids, max(min(int(top), MAX_TOP), 1), float(every)
+        self.with_cmdline, self.proc, self.clock = with_cmdline, os.fsencode(proc), clock
+        self.last = {}                  # pid -> (start ticks, cpu ticks) at the last take
+        self.last_at = None
+        self.due_at = clock() + min(self.every, FIRST_AFTER)
+
+    def due(self, now=None):
+        return (self.clock() if now is None else now) >= self.due_at
+
+    def take(self, elapsed=None):
+        """One record (see the module doc)."""
+        now = self.clock()
+        window = now - self.last_at if self.last_at is not None else None
+        uptime = float(read_once(b"%s/uptime" % self.proc).split()[0])
+        groups, seen = {}, {}
+        for pid in self.pids():
+            try:
+                comm, state, ticks, start, rss = parse_stat(
+                    read_once(b"%s/%d/stat" % (self.proc, pid)))
+            except (OSError, ValueError, IndexError):
+                continue        # gone meanwhile
+            if state in (b"Z", b"X"):
+                continue
+            seen[pid] = (start, ticks)
+            before = self.last.get(pid)
+            if before is not None and before[0] == start and window:
+                cores = (ticks - before[1]) / TICK / window
+            else:               # new since the last take: its average over its life
+                cores = ticks / TICK / max(uptime - start / TICK, 1.0 / TICK)
+            g = groups.get(comm)
+            if g is None:
+                groups[comm] = [1, cores, rss, pid, cores]
+            else:
+                g[0] += 1
+                g[1] += cores
+                g[2] += rss
+                if cores > g[4]:
+                    g[3], g[4] = pid, cores
+        self.last, self.last_at = seen, now
+        self.due_at = now + self.every
+        by_cpu = sorted(groups, key=lambda c: -groups[c][1])[:self.top]
+        by_mem = sorted(groups, key=lambda c: -groups[c][2])[:self.top]
+        shown = by_cpu + [c for c in by_mem if c not in by_cpu]
+        top = []
+        for comm in shown:
+            n, cores, rss, pid, _ = groups[comm]
+            entry = {"comm": comm, "procs": n, "cpu_cores": round(cores, 3), "rss_bytes": rss}
+            if self.with_cmdline:
+                entry["cmdline"] = cmdline(self.proc, pid)
+            top.append(entry)
+        return {"time": time.time_ns(), "elapsed_seconds": elapsed,
+                "window_seconds": round(window, 3) if window else None,
+                "procs": len(seen), "top": top}
+
+
+def for_site(probe, warn=None, clock=time.monotonic):
+    """The site's breakdown of a probe's job ([procs] in the config; JOBMON_PROCS_TOP=0
+    turns it off), or None: off, or the probe cannot list its pids."""
+    if probe is None or not callable(getattr(probe, "pids", None)):
+        return None
+    try:
+        from .. import config
+        cfg = config.load()["procs"]
+    except Exception as e:   # a broken config must not stop the job: defaults
+        if warn:
+            warn(f"per-process breakdown: config unusable ({e}); using defaults")
+        from ..config import SCHEMA
+        cfg = {k: d for k, (_t, d) in SCHEMA["procs"].items()}
+    if cfg["top"] <= 0:
+        return None
+    return Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"], clock=clock)

@@ -1,0 +1,180 @@
+"""Plain-text layout of the live views (`jobmon top`, `jobmon watch`) and of per-process
+breakdowns: sparklines and fixed-width tables for an 80-column terminal. Pure functions
+of the models built in jobmon.cli.live; no terminal library, no colours. A job id is never
+cut: one too long for its column gets a line of its own.
+"""
+import datetime
+import re
+
+WIDTH = 80
+BLOCKS = "▁▂▃▄▅▆▇█"
+# top: header, width, alignment (">" right); the job column takes what is left
+TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 7, ">"),
+               ("EFF", 5, ">"), ("PROCS", 5, ">"), ("AGE", 7, ">"))
+JOB_MIN = 8
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def sparkline(values, width=None, lo=0.0, hi=None):
+    """One block character per value (the last `width` values), scaled from lo to hi
+    (default: their largest); a missing value is a space."""
+    vals = list(values)[-width:] if width else list(values)
+    known = [v for v in vals if v is not None]
+    if not known:
+        return " " * len(vals)
+    top = max(known) if hi is None else max(hi, max(known))
+    span = top - lo
+    out = []
+    for v in vals:
+        if v is None:
+            out.append(" ")
+        elif span <= 0:
+            out.append(BLOCKS[0])
+        else:
+            out.append(BLOCKS[min(int((v - lo) / span * len(BLOCKS)), len(BLOCKS) - 1)])
+    return "".join(out)
+
+
+def size(n):
+    """Bytes in at most 6 characters: 512B, 12.3K, 1.2G."""
+    if n is None:
+        return "-"
+    v = float(n)
+    for unit in ("B", "K", "M", "G", "T", "P"):
+        if abs(v) < 1000 or unit == "P":
+            return f"{v:.0f}{unit}" if unit == "B" or v >= 100 else f"{v:.1f}{unit}"
+        v /= 1024
+    return "-"
+
+
+def duration(seconds):
+    if seconds is None:
+        return "-"
+    s = int(max(seconds, 0))
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d{h:02d}h"
+    if h:
+        return f"{h}h{m:02d}m"
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def number(v, digits=2):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def percent(v):
+    return "-" if v is None else f"{v:.0f}%"
+
+
+def clean(text):
+    """Text from a job (ids, commands, names) with control characters shown as '?': a
+    job must not drive the terminal (escape sequences) or break a line."""
+    return _CONTROL.sub("?", str(text))
+
+
+def cut(text, width):
+    text = clean(text)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def top_screen(rows, title, notes=()):
+    """`jobmon top`: rows of {job, user, cores, alloc, mem, eff, procs, age}, in order."""
+    fixed = sum(w for _h, w, _a in TOP_COLUMNS) + len(TOP_COLUMNS)
+    room = WIDTH - fixed
+    jw = max(JOB_MIN, min(room, max([len(clean(r["job"])) for r in rows] + [3])))
+    lines = [cut(title, WIDTH)]
+    lines += [cut(n, WIDTH) for n in notes]
+    head = f"{'JOB':<{jw}}" + "".join(f" {h:{a}{w}}" for h, w, a in TOP_COLUMNS)
+    lines.append(head)
+    for r in rows:
+        cells = (cut(r["user"] or "?", 8), number(r["cores"]), number(r["alloc"], 1),
+                 size(r["mem"]), percent(r["eff"]), "-" if r["procs"] is None else r["procs"],
+                 duration(r["age"]))
+        rest = "".join(f" {str(c):{a}{w}}" for c, (_h, w, a) in zip(cells, TOP_COLUMNS))
+        job = clean(r["job"])
+        if len(job) > jw:            # never cut: the id alone, its figures below
+            lines.append(job)
+            lines.append(" " * jw + rest)
+        else:
+            lines.append(f"{job:<{jw}}{rest}")
+    if not rows:
+        lines.append("(no running job found)")
+    return "\n".join(lines) + "\n"
+
+
+def procs_table(record, title="top processes", width=WIDTH):
+    """A breakdown record's groups: command name, processes, CPU cores, resident memory
+    (and the command line where it was stored)."""
+    if not record or not record.get("top"):
+        return []
+    window = record.get("window_seconds")
+    when = f"over the last {duration(window)}" if window else "average over each life"
+    lines = [cut(f"{title} (by CPU, then memory; CPU {when}; "
+                 f"{record.get('procs', '?')} processes)", width),
+             f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>7}"]
+    for g in record["top"]:
+        lines.append(f"{cut(g.get('comm') or '?', 16):<16} {g.get('procs', 0):>5} "
+                     f"{number(g.get('cpu_cores')):>6} {size(g.get('rss_bytes')):>7}")
+        if g.get("cmdline"):
+            lines.append("  " + cut(g["cmdline"], width - 2))
+    return lines
+
+
+def procs_over_job(groups, width=WIDTH):
+    """The job's command names over all its breakdowns: {comm, procs_max, cpu_mean,
+    cpu_max, rss_max, seen} each (jobmon.stores.live.fold_breakdowns)."""
+    if not groups:
+        return []
+    lines = [f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'PEAK':>6} {'RSS PEAK':>8} "
+             f"{'SEEN':>5}",
+             ]
+    for g in groups:
+        lines.append(f"{cut(g['comm'], 16):<16} {g['procs_max']:>5} {number(g['cpu_mean']):>6} "
+                     f"{number(g['cpu_max']):>6} {size(g['rss_max']):>8} {g['seen']:>5}")
+    return [cut(x, width) for x in lines]
+
+
+SERIES_LABEL = 10
+SERIES_VALUE = 8
+
+
+def watch_screen(m):
+    """`jobmon watch`: m = {job, run, user, host, method, age, command, alloc, eff,
+    status, interval, series: [(label, [values], now text, peak text, hi)], procs}."""
+    run = f" run {m['run']}" if m.get("run") else ""
+    lines = [clean(f"job {m['job']}{run}  user {m.get('user') or '?'}  on {m.get('host') or '?'}"),
+             cut(f"{m.get('status') or 'running'} for {duration(m.get('age'))}, measured by "
+                 f"{m.get('method') or '?'}, a sample every {number(m.get('interval'), 1)} s, "
+                 f"{datetime.datetime.now():%H:%M:%S}", WIDTH)]
+    if m.get("command"):
+        lines.append(cut("command: " + " ".join(map(str, m["command"])), WIDTH))
+    alloc = m.get("alloc")
+    lines.append(f"cores allocated: {number(alloc, 1) if alloc else 'unknown'}; CPU efficiency "
+                 f"so far: {percent(m.get('eff'))}")
+    spark = WIDTH - SERIES_LABEL - 2 * SERIES_VALUE - 3
+    count = max((len(s[1]) for s in m["series"]), default=0)
+    lines += ["", f"{'':{SERIES_LABEL}} {'now':>{SERIES_VALUE}} "
+                  f"{cut(f'last {min(count, spark)} samples', spark):<{spark}} "
+                  f"{'peak':>{SERIES_VALUE}}"]
+    for label, values, now, peak, hi in m["series"]:
+        lines.append(f"{cut(label, SERIES_LABEL):<{SERIES_LABEL}} {now:>{SERIES_VALUE}} "
+                     f"{sparkline(values, spark, hi=hi):<{spark}} {peak:>{SERIES_VALUE}}")
+    procs = procs_table(m.get("procs"))
+    if procs:
+        lines += [""] + procs
+    return "\n".join(lines) + "\n"
+
+
+def show_procs(procs):
+    """`jobmon query`'s per-process section: the command names over the job, and the
+    latest breakdown (text, empty without one)."""
+    if not procs:
+        return ""
+    lines = ["", cut(f"processes by command name over the job ({procs['count']} "
+                     "breakdowns; CORES mean, PEAK max)", WIDTH)]
+    lines += procs_over_job(procs["over_job"])
+    lines += [""] + procs_table(procs["latest"], "the latest breakdown")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,71 @@
+"""A pilot's partition (the model of jobmon.report.pilot_records) as text, <= 80 columns,
+and as JSON."""
+import datetime
+import json
+
+LABELS = {"validation": "validation", "decision_problem": "decision problem",
+          "goodput": "goodput", "misconfiguration": "misconfiguration badput",
+          "preemption": "preemption badput", "overhead": "pilot overhead"}
+VALIDATION_NOTE = {"given": "given by hand", "mark": "from the pilot's mark",
+                   "never": "the pilot never validated",
+                   "unknown": "not recorded: counted as none"}
+
+
+def to_json(model):
+    return json.dumps(model, indent=1, sort_keys=True)
+
+
+def _when(ts):
+    return "-" if ts is None else \
+        datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _gib(b):
+    return "-" if b is None else f"{b / (1 << 30):.1f} GiB"
+
+
+def _pct(part, whole):
+    return f"{100.0 * part / whole:5.1f} %" if whole else "    - "
+
+
+def _unit(model):
+    """core-hours, or core-seconds for a pilot too short to show in hours."""
+    return (1.0, "hours") if model["provisioned"]["core_hours"] >= 0.1 else (3600.0, "seconds")
+
+
+def _h(x, scale):
+    return f"{x * scale:10.4f}"
+
+
+def to_text(model):
+    r, prov = model["resources"], model["provisioned"]
+    gpus = bool(r.get("gpus")) or prov["gpu_hours"] > 0
+    out = [f"pilot {model['pilot']} on {model.get('host') or '-'} as {model.get('user') or '-'}",
+           f"ran {_when(model['start'])} .. {_when(model['end'])} "
+           f"({model['wall_seconds']:.1f} s)",
+           f"held {r['cores']:g} cores, {_gib(r.get('memory_bytes'))}"
+           + (f", {r['gpus']:g} GPUs" if gpus else ""),
+           f"validation end: {_when(model.get('validated_at'))} "
+           f"({VALIDATION_NOTE.get(model['validation_source'], '')})", ""]
+    scale, unit = _unit(model)
+    head = f"{'category':<26}{'core-' + unit:>12}{'share':>9}"
+    out.append(head + (f"{'GPU-' + unit:>12}" if gpus else ""))
+    rows = list(model["categories"].items()) + [("provisioned", prov)]
+    for name, h in rows:
+        line = f"{LABELS.get(name, name):<26}  {_h(h['core_hours'], scale)}" \
+               f"  {_pct(h['core_hours'], prov['core_hours'])}"
+        out.append(line + (f"  {_h(h['gpu_hours'], scale)}" if gpus else ""))
+    ub = model["user_badput"]["core_hours"]
+    if ub:
+        out.append(f"  of goodput, runs that failed by the user's doing: {ub * scale:.4f} "
+                   f"core-{unit}")
+    if not model.get("balanced", True):
+        out.append(f"  unaccounted: {model['unaccounted']['core_hours'] * scale:.6f} core-{unit}")
+    out += ["", f"payloads ({len(model['payloads'])}):"]
+    for p in model["payloads"]:
+        job = str(p["job"]) + (f" run {p['run']}" if p.get("run") else "")
+        out.append(f"  {job}  {p['resources']['cores']:g} cores  "
+                   f"{p['core_hours'] * scale:.4f} core-{unit[0]}  -> "
+                   f"{p.get('category') or 'outside'}")
+        out.append(f"    {p['outcome']}: {p['reason']}"[:80])
+    return "\n".join(out) + "\n"

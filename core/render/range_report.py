@@ -1,0 +1,200 @@
+"""`jobmon report` over a time range: the terminal layout (readable at 80 columns; a job id
+is never cut), JSON (the whole model) and CSV (one row per group).
+
+Gets the model jobmon.report.aggregate builds (with "batches" from jobmon.report.rightsize);
+never queries.
+"""
+import csv
+import datetime
+import io
+import json
+
+GiB, MiB = 1 << 30, 1 << 20
+# CSV columns: a group's key and counts, its efficiency quantiles, its sums
+CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "suspects",
+               "cpu_efficiency_p10", "cpu_efficiency_p50", "cpu_efficiency_p90",
+               "mem_efficiency_p10", "mem_efficiency_p50", "mem_efficiency_p90",
+               "wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
+               "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours")
+
+
+def to_json(model):
+    return json.dumps(model, indent=2, sort_keys=True, default=str)
+
+
+def to_csv(model):
+    """One row per group, then the row of all jobs (key "all")."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for g in model["groups"] + [model["total"]]:
+        row = dict(g, by=model["by"])
+        for what in ("cpu", "mem"):
+            d = g[f"{what}_efficiency_percent"]
+            for q in ("p10", "p50", "p90"):
+                row[f"{what}_efficiency_{q}"] = _round(d[q])
+        w.writerow([_round(row.get(c)) for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _round(v):
+    return round(v, 4) if isinstance(v, float) else ("" if v is None else v)
+
+
+def when(ts):
+    if ts is None:
+        return "…"
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def hours(h):
+    if h is None:
+        return "-"
+    return f"{h:,.0f}" if h >= 1000 else f"{h:.1f}" if h >= 10 else f"{h:.2f}"
+
+
+def percents(dist):
+    """'p10/p50/p90' of a distribution, whole percent; '-' for none."""
+    if not dist["n"]:
+        return "-"
+    return "/".join(f"{dist[q]:.0f}" for q in ("p10", "p50", "p90"))
+
+
+def size(nbytes):
+    if nbytes is None:
+        return "-"
+    return f"{nbytes / GiB:.1f}G" if nbytes >= GiB else f"{nbytes / MiB:.0f}M"
+
+
+def allocated(row):
+    """'8c 32.0G 1g': cores, memory and GPUs the job was given ('?' unknown)."""
+    parts = [f"{row['cores_allocated']:g}c" if row.get("cores_allocated") else "?c",
+             size(row.get("mem_allocated_bytes")) if row.get("mem_allocated_bytes") else "?"]
+    if row.get("gpus_allocated"):
+        parts.append(f"{row['gpus_allocated']:g}g")
+    return " ".join(parts)
+
+
+def show(model, console=None):
+    from rich.console import Console
+    console = console or Console()
+    _header(model, console)
+    if not model["jobs"]:
+        return
+    _groups(model, console)
+    _wasters(model, console)
+    _suspects(model, console)
+    _batches(model, console)
+
+
+def _header(model, console):
+    from rich.markup import escape
+    t = model["total"]
+    console.print(f"[bold]{model['jobs']:,} job runs[/bold] started {when(model['since'])} "
+                  f"– {when(model['until'])}, by {escape(model['by'])}")
+    if model["running"]:
+        console.print(f"({model['running']} still running, not counted)")
+    if not model["jobs"]:
+        console.print("no ended job in this range (see --since, --until, --user)")
+        return
+    console.print(f"goodput {t['goodput']:,} · badput {t['badput']:,}"
+                  + (f" · unknown {t['unknown']:,}" if t["unknown"] else "")
+                  + f" · idle {hours(t['idle_canonical_core_hours'])} canonical core-h"
+                  + (f" · idle {hours(t['idle_gpu_hours'])} of {hours(t['gpu_hours'])} GPU-h"
+                     if t["gpu_hours"] else "")
+                  + f" · {model['suspect_count']} suspects")
+
+
+def _table(title):
+    from rich import box
+    from rich.table import Table
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 padding=(0, 1), collapse_padding=True)
+
+
+def _groups(model, console):
+    from rich.markup import escape
+    t = _table(f"by {model['by']}: CPU and memory efficiency %% (p10/p50/p90), idle hours"
+               .replace("%%", "%"))
+    t.add_column(model["by"], overflow="fold")
+    for name in ("jobs", "good", "bad"):
+        t.add_column(name, justify="right")
+    t.add_column("CPU %", justify="right", no_wrap=True)
+    t.add_column("mem %", justify="right", no_wrap=True)
+    t.add_column("idle\ncore-h*", justify="right")
+    t.add_column("idle\nGPU-h", justify="right")
+    t.add_column("sus-\npects", justify="right")
+    for g in model["groups"] + ([model["total"]] if len(model["groups"]) > 1 else []):
+        t.add_row(escape(str(g["key"])), f"{g['jobs']:,}", f"{g['goodput']:,}",
+                  f"{g['badput']:,}", percents(g["cpu_efficiency_percent"]),
+                  percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
+                  hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-",
+                  str(g["suspects"]), style="bold" if g is model["total"] else None)
+    console.print(t)
+    console.print("* canonical core-hours: 1 core + 2 GB each, whole units only (OSG)")
+
+
+def _job_column(t, rows):
+    """The job id column: as wide as the longest id, never wrapped or cut."""
+    width = max([len(r["job"]) for r in rows] + [3])
+    t.add_column("job", no_wrap=True, min_width=width, overflow="ignore")
+
+
+def _wasters(model, console):
+    from rich.markup import escape
+    rows = model["top_wasters"]
+    if not rows:
+        return
+    t = _table("top wasters: idle canonical core-hours + idle GPU-hours")
+    _job_column(t, rows)
+    t.add_column("user", overflow="fold")
+    t.add_column("given", no_wrap=True)
+    for name in ("CPU %", "mem %", "idle\ncore-h*", "idle\nGPU-h"):
+        t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("outcome", overflow="fold")
+    for r in rows:
+        t.add_row(escape(r["job"]), escape(str(r["user"])), allocated(r),
+                  _pct(r["cpu_efficiency_percent"]), _pct(r["mem_efficiency_percent"]),
+                  hours(r["idle_canonical_core_hours"]), hours(r["idle_gpu_hours"]),
+                  escape(r["outcome"] or "-"))
+    console.print(t)
+
+
+def _pct(v):
+    return "-" if v is None else f"{v:.0f}"
+
+
+def _suspects(model, console):
+    from rich.markup import escape
+    rows = model["suspects"]
+    if not rows:
+        return
+    more = model["suspect_count"] - len(rows)
+    t = _table(f"suspects ({model['suspect_count']}"
+               + (f", {len(rows)} shown" if more else "") + ")")
+    _job_column(t, rows)
+    t.add_column("user", overflow="fold")
+    t.add_column("why", overflow="fold")
+    for r in rows:
+        t.add_row(escape(r["job"]), escape(str(r["user"])), escape("; ".join(r["why"])))
+    console.print(t)
+
+
+def _batches(model, console):
+    from rich.markup import escape
+    batches = [b for b in model.get("batches") or [] if b["advice"]]
+    if not batches:
+        return
+    console.print("[bold]arrays and batches: right-sizing[/bold]")
+    for b in batches:
+        pk, cu = b["peak_memory_bytes"], b["cores_used"]
+        console.print(f"{escape(b['kind'])} {escape(b['name'])} of {escape(b['user'])}, "
+                      f"{b['tasks']} tasks", no_wrap=True, overflow="ignore", crop=False)
+        if pk["n"]:
+            console.print(f"  peak memory p50 {size(pk['p50'])}, p90 {size(pk['p90'])}, "
+                          f"max {size(pk['max'])}")
+        if cu["n"]:
+            console.print(f"  cores used p50 {cu['p50']:.2f}, p90 {cu['p90']:.2f}, "
+                          f"max {cu['max']:.2f}")
+        for line in b["advice"]:
+            console.print(f"  → {escape(line)}")

@@ -1,0 +1,178 @@
+// jobmon's HTML report: draws the plots from the JSON in #jobmon-data with uPlot.
+// The data come from the job: they are only ever set as text (uPlot uses textContent).
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("jobmon-data").textContent);
+  var HOST_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                     "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var many = data.hosts.length > 1;
+  // several nodes: a colour per node, a dash per definition (solid, dashed, dotted ...)
+  var DASHES = [undefined, [6, 3], [2, 3], [10, 3, 2, 3], [1, 5]];
+  var plots = {};
+
+  function bytes(v) {
+    if (v == null) return "–";
+    var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"], i = 0, a = Math.abs(v);
+    while (a >= 1024 && i < units.length - 1) { a /= 1024; v /= 1024; i++; }
+    return (i === 0 ? v.toFixed(0) : v.toFixed(a < 10 ? 2 : a < 100 ? 1 : 0)) + " " + units[i];
+  }
+  function tick(fmt) {   // 8 and 2.5 on an axis, not 8.00 and 2.50
+    return function (u, ticks) {
+      return ticks.map(function (v) {
+        return fmt(v).replace(/(\.\d*?)0+(?=\D|$)/, "$1").replace(/\.(?=\D|$)/, "");
+      });
+    };
+  }
+  // tick steps: 1, 2, 5 ... of B, KiB, MiB ... for bytes; whole numbers for counts
+  var BYTE_STEPS = [], COUNT_STEPS = [];
+  [1, 1024, 1048576, 1073741824, 1099511627776].forEach(function (unit) {
+    [1, 2, 5, 10, 20, 50, 100, 200, 500].forEach(function (m) { BYTE_STEPS.push(m * unit); });
+  });
+  for (var p = 1; p <= 1e9; p *= 10) COUNT_STEPS.push(p, 2 * p, 5 * p);
+  var STEPS = {"bytes": BYTE_STEPS, "bytes/s": BYTE_STEPS, "count": COUNT_STEPS};
+  var FORMATS = {
+    "bytes": bytes,
+    "bytes/s": function (v) { return v == null ? "–" : bytes(v) + "/s"; },
+    "cores": function (v) { return v == null ? "–" : v.toFixed(2); },
+    "%": function (v) { return v == null ? "–" : v.toFixed(1) + " %"; },
+    "count": function (v) { return v == null ? "–" : String(Math.round(v)); }
+  };
+
+  // A counter's change per second; the first sample's is over the time since the job
+  // started (counters start at 0 there). A missing value leaves a gap.
+  function rate(counter, t, e0) {
+    var out = new Array(counter.length), lastV = 0, lastT = t.length ? t[0] - e0 : 0;
+    var known = e0 != null && e0 > 0;
+    for (var i = 0; i < counter.length; i++) {
+      var v = counter[i];
+      if (v == null) { out[i] = null; continue; }
+      var dt = t[i] - lastT;
+      out[i] = known && dt > 0 ? (v - lastV) / dt : null;
+      lastV = v; lastT = t[i]; known = true;
+    }
+    return out;
+  }
+
+  // Fields added up sample by sample (a definition made of two others); a missing
+  // value in any leaves a gap, a field the host lacks leaves the series out.
+  function sum(parts) {
+    if (parts.some(function (c) { return !c; })) return null;
+    return parts[0].map(function (v, i) {
+      var total = 0;
+      for (var k = 0; k < parts.length; k++) {
+        if (parts[k][i] == null) return null;
+        total += parts[k][i];
+      }
+      return total;
+    });
+  }
+
+  // One time axis for every plot: the sample times of all hosts. A host's values sit at
+  // its own times; at the other hosts' they are undefined, which uPlot draws across (a
+  // null, a missing sample, stays a gap).
+  var axis = (function () {
+    var xs = [];
+    data.hosts.forEach(function (h) { h.t.forEach(function (t) { xs.push(data.t0 + t); }); });
+    if (!many) return {x: xs, at: [null]};
+    xs.sort(function (a, b) { return a - b; });
+    var x = xs.filter(function (v, i) { return i === 0 || v !== xs[i - 1]; });
+    var index = new Map(x.map(function (v, i) { return [v, i]; }));
+    return {x: x, at: data.hosts.map(function (h) {
+      return h.t.map(function (t) { return index.get(data.t0 + t); });
+    })};
+  })();
+
+  function onAxis(values, hi) {
+    var at = axis.at[hi];
+    if (!at) return values;
+    var y = new Array(axis.x.length).fill(undefined);
+    for (var i = 0; i < at.length; i++) y[at[i]] = values[i];
+    return y;
+  }
+
+  // [x, y...] of one plot, and what each series shows
+  function columns(plot) {
+    var cols = [axis.x], series = [], n = axis.x.length;
+    data.hosts.forEach(function (h, hi) {
+      plot.series.forEach(function (s, si) {
+        var col = s.sum ? sum(s.sum.map(function (f) { return h.cols[f]; })) : h.cols[s.field];
+        if (!col) return;
+        cols.push(onAxis(s.rate ? rate(col, h.t, h.e0) : col, hi));
+        series.push({
+          label: many ? (h.host || "?") + " " + s.label : s.label,
+          stroke: many ? HOST_COLORS[hi % HOST_COLORS.length] : s.color,
+          dash: many ? DASHES[si % DASHES.length] : (s.dash || undefined),
+          host: h.host, field: s.field, rate: s.rate
+        });
+      });
+    });
+    plot.levels.forEach(function (l) {
+      var y = new Array(n).fill(undefined);
+      y[0] = l.value; y[n - 1] = l.value;
+      cols.push(y);
+      series.push({label: l.label, stroke: l.color, dash: l.dash, level: true, value: l.value});
+    });
+    return {data: cols, series: series};
+  }
+
+  function width(el) {
+    return Math.max(300, el.clientWidth - 18);
+  }
+
+  var lastDraw = 0;
+  function drawn() { lastDraw = performance.now(); }   // the last plot to draw sets it last
+
+  var syncing = false;
+  function zoomOthers(u, key) {
+    if (key !== "x" || syncing) return;
+    syncing = true;
+    var min = u.scales.x.min, max = u.scales.x.max;
+    Object.keys(plots).forEach(function (id) {
+      var o = plots[id];
+      if (o !== u && (o.scales.x.min !== min || o.scales.x.max !== max))
+        o.setScale("x", {min: min, max: max});
+    });
+    syncing = false;
+  }
+
+  data.plots.forEach(function (plot) {
+    var el = document.getElementById("plot-" + plot.id);
+    var c = columns(plot), fmt = FORMATS[plot.unit] || FORMATS.count;
+    var series = [{}].concat(c.series.map(function (s) {
+      return {label: s.label, stroke: s.stroke, dash: s.dash, width: s.level ? 1.5 : 1.25,
+              spanGaps: !!s.level, points: {show: false},
+              // a level line's legend always says its level, wherever the cursor is
+              value: function (u, v) { return fmt(s.level ? s.value : v); }};
+    }));
+    var opts = {
+      title: plot.title + " (" + plot.unit + ")",
+      width: width(el), height: 220,
+      series: series,
+      scales: {y: {range: function (u, lo, hi) {
+        return [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1];   // from 0, a little headroom
+      }}},
+      axes: [{}, {size: 84, incrs: STEPS[plot.unit], values: tick(fmt)}],
+      cursor: {sync: {key: "jobmon"}, points: {show: false}},
+      legend: {live: true},
+      hooks: {setScale: [zoomOthers], draw: [drawn]}
+    };
+    var u = new uPlot(opts, c.data, el);
+    u.jobmonSeries = c.series;   // what each series shows (host, field), for readers
+    plots[plot.id] = u;
+  });
+
+  window.addEventListener("resize", function () {
+    Object.keys(plots).forEach(function (id) {
+      var el = document.getElementById("plot-" + id);
+      plots[id].setSize({width: width(el), height: 220});
+    });
+  });
+  window.jobmonPlots = plots;
+  // how long the page took from navigation: every plot drawn into its canvas (drawnMs),
+  // and the first frame that shows them (renderMs; tests wait for it)
+  requestAnimationFrame(function () {
+    var root = document.documentElement.dataset;
+    root.drawnMs = lastDraw.toFixed(1);
+    root.renderMs = performance.now().toFixed(1);
+  });
+})();

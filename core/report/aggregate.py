@@ -1,0 +1,179 @@
+"""`jobmon report` over a time range: many jobs' summaries -> groups, distributions, waste,
+top wasters, suspects, goodput and badput. A model (plain dicts and lists), no rendering.
+
+Input: the records a store's summaries() gives (job dicts with "summary", None while the
+job runs). Each ended record is one job run on one node; its figures come from
+job_efficiency.efficiency_of (stored fields first, else computed from totals and tags).
+
+Read side, standard library only.
+"""
+import math
+
+from . import job_efficiency
+from .canonical import BADPUT, GOODPUT
+
+GROUP_KEYS = ("user", "group", "account", "site", "pool", "queue", "partition")
+NONE = "(none)"
+# thresholds and sizes; the CLI passes the config's [report] values over these
+DEFAULTS = {
+    "top": 10,                      # top wasters shown
+    "suspect_min_samples": 5,       # idle samples (CPU at ~0, GPUs at 0 %) before a suspect
+    "idle_samples_percent": 50.0,   # ... and this share of its samples
+    "suspects": 20,                 # suspects listed (the count covers all)
+}
+# summed per group (hours)
+SUMS = ("wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
+        "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours")
+
+
+def group_key(record, by):
+    """The value of dimension `by` for a record: its user, or a tag the plugins set
+    (HTCondor's accounting group is `account`; a glidein's GLIDEIN_Site is its site; the
+    pool is the shipper's cluster name). Dimensions that name one thing twice fall back
+    on each other: group <-> account, queue <-> partition."""
+    tags = record.get("tags") or {}
+    if by == "user":
+        return record.get("user") or NONE
+    order = {"group": ("group", "account"), "account": ("account", "group"),
+             "site": ("GLIDEIN_Site", "site"), "pool": ("pool", "cluster"),
+             "queue": ("queue", "partition"), "partition": ("partition", "queue")}[by]
+    for name in order:
+        v = tags.get(name)
+        if v:
+            return str(v)
+    if by == "pool" and record.get("cluster"):
+        return str(record["cluster"])   # InfluxDB: the shipper's cluster tag
+    return NONE
+
+
+def quantile(values, q):
+    """The q-quantile (0..1) of `values` by linear interpolation between the closest ranks
+    (numpy's default): sorted x[0..n-1], position q*(n-1). None for no values."""
+    xs = sorted(values)
+    if not xs:
+        return None
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def distribution(values):
+    """p10, p50, p90 and n of the known values."""
+    xs = sorted(v for v in values if v is not None)
+    return {"n": len(xs), "p10": quantile(xs, 0.1), "p50": quantile(xs, 0.5),
+            "p90": quantile(xs, 0.9)}
+
+
+def job_row(record, figures):
+    """One job run as the report lists it (top wasters, suspects)."""
+    s = record.get("summary") or {}
+    return {"job": str(record.get("job")), "run": record.get("run"),
+            "user": record.get("user"), "host": record.get("host"),
+            "start_time": record.get("start_time") or s.get("start_time"),
+            "wall_seconds": s.get("wall_seconds"),
+            "cores_allocated": figures.get("cores_allocated"),
+            "mem_allocated_bytes": figures.get("mem_allocated_bytes"),
+            "gpus_allocated": figures.get("gpus_allocated"),
+            "cpu_efficiency_percent": figures.get("cpu_efficiency_percent"),
+            "mem_efficiency_percent": figures.get("mem_efficiency_percent"),
+            "idle_canonical_core_hours": figures.get("idle_canonical_core_hours"),
+            "idle_gpu_hours": figures.get("idle_gpu_hours"),
+            "outcome": figures.get("outcome"), "outcome_reason": figures.get("outcome_reason")}
+
+
+def suspicions(summary, figures, limits):
+    """Why a job looks wrong, as (kind, detail) pairs: memory rising steadily, CPU at ~0
+    for many samples while it ran, GPUs allocated but idle."""
+    out = []
+    if figures.get("mem_rising"):
+        rate = figures.get("mem_growth_bytes_per_hour")
+        out.append(("mem_rising", "memory rose steadily" + (
+            f" ({rate / (1 << 20):.0f} MiB/h)" if rate is not None else "")))
+    samples = summary.get("samples") or 0
+
+    def many(idle):
+        return idle is not None and idle >= limits["suspect_min_samples"] and \
+            idle >= limits["idle_samples_percent"] / 100.0 * samples
+    idle = figures.get("cpu_idle_samples")
+    if many(idle):
+        out.append(("cpu_idle", f"CPU at ~0 in {idle} of {samples} samples"))
+    gidle = figures.get("gpu_idle_samples")
+    if (figures.get("gpus_allocated") or 0) > 0 and many(gidle):
+        out.append(("gpu_idle", f"{figures['gpus_allocated']:g} GPU(s) allocated, idle in "
+                                f"{gidle} of {samples} samples"))
+    return out
+
+
+class _Group:
+    def __init__(self, key):
+        self.key = key
+        self.jobs = self.goodput = self.badput = self.unknown = 0
+        self.sums = dict.fromkeys(SUMS, 0.0)
+        self.cpu_eff, self.mem_eff = [], []
+        self.suspects = 0
+
+    def add(self, summary, figures, suspect):
+        self.jobs += 1
+        outcome = figures.get("outcome")
+        if outcome == GOODPUT:
+            self.goodput += 1
+        elif outcome == BADPUT:
+            self.badput += 1
+        else:
+            self.unknown += 1
+        self.sums["wall_hours"] += (summary.get("wall_seconds") or 0) / 3600.0
+        for k in SUMS[1:]:
+            self.sums[k] += figures.get(k) or 0.0
+        if figures.get("cpu_efficiency_percent") is not None:
+            self.cpu_eff.append(figures["cpu_efficiency_percent"])
+        if figures.get("mem_efficiency_percent") is not None:
+            self.mem_eff.append(figures["mem_efficiency_percent"])
+        self.suspects += bool(suspect)
+
+    def model(self):
+        return dict({"key": self.key, "jobs": self.jobs, "goodput": self.goodput,
+                     "badput": self.badput, "unknown": self.unknown,
+                     "suspects": self.suspects,
+                     "cpu_efficiency_percent": distribution(self.cpu_eff),
+                     "mem_efficiency_percent": distribution(self.mem_eff)}, **self.sums)
+
+
+def aggregate(records, by="user", since=None, until=None, limits=None):
+    """The report model of `records` grouped by `by` (GROUP_KEYS). Groups are ordered by
+    idle canonical core-hours, then idle GPU-hours, then jobs (most first); top wasters by
+    idle canonical core-hours + idle GPU-hours."""
+    if by not in GROUP_KEYS:
+        raise ValueError(f"cannot group by {by!r}: one of {', '.join(GROUP_KEYS)}")
+    limits = dict(DEFAULTS, **(limits or {}))
+    groups, total = {}, _Group("all")
+    wasters, suspects, running = [], [], 0
+    for rec in records:
+        s = rec.get("summary")
+        if not s:
+            running += 1
+            continue
+        figures = job_efficiency.figures_of(rec)
+        why = suspicions(s, figures, limits)
+        key = group_key(rec, by)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _Group(key)
+        g.add(s, figures, why)
+        total.add(s, figures, why)
+        waste = (figures.get("idle_canonical_core_hours") or 0) + \
+            (figures.get("idle_gpu_hours") or 0)
+        if waste > 0:
+            wasters.append((waste, rec, figures))
+        if why:
+            suspects.append(dict(job_row(rec, figures), why=[w[1] for w in why],
+                                 kinds=[w[0] for w in why]))
+    wasters.sort(key=lambda w: (-w[0], str(w[1].get("job"))))
+    suspects.sort(key=lambda x: (-len(x["kinds"]), x["job"]))
+    ordered = sorted((g.model() for g in groups.values()),
+                     key=lambda g: (-g["idle_canonical_core_hours"], -g["idle_gpu_hours"],
+                                    -g["jobs"], g["key"]))
+    return {"since": since, "until": until, "by": by, "jobs": total.jobs, "running": running,
+            "total": total.model(), "groups": ordered,
+            "top_wasters": [job_row(r, f) for _w, r, f in wasters[:limits["top"]]],
+            "suspects": suspects[:limits["suspects"]], "suspect_count": len(suspects)}

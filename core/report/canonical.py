@@ -1,0 +1,271 @@
+"""OSG canonical units, and how one run of a job ended.
+
+The OSG report "Accounting of provisioned resources on OSG pool" (GIL, August 2022) measures
+waste in canonical units: "1 CPU core + 2 GB of RAM" for CPUs, "1 GPU chip" for GPUs. Idle
+CPU resources count only in whole units: 3 idle cores + 3 GB is 1 unit (memory-limited),
+3 cores + 1 GB is 0, 2 cores + 6 GB is 2 (core-limited). A GPU's canonical time is its time.
+
+Units here: times in seconds (since the epoch, or durations) in, hours out; memory in bytes;
+cores and GPUs as counts (fractions allowed). The report's "GB" is read as GiB: HTCondor's
+and Slurm's "MB" are MiB, and OSG's "2 GB per core" is set as 2048 of them, so such a slot is
+exactly one canonical unit per core (`memory_per_unit` changes it).
+
+Read side, standard library only. docs/accounting.md has the definitions and decisions.
+"""
+import math
+import signal as _signal
+from dataclasses import dataclass
+
+# the unit arithmetic is the summary's too (written inside the job at its end)
+from ..efficiency import (CANONICAL_MEMORY_BYTES, GIB, limited_by, number,  # noqa: F401,E402
+                          whole_units)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Cores, memory in bytes and GPUs: what a pilot or a job was given, or used.
+    memory_bytes None: not known (it then limits nothing); gpus None: not known."""
+    cores: float = 0.0
+    memory_bytes: float | None = None
+    gpus: float | None = 0.0
+
+    def __post_init__(self):
+        for name in ("cores", "memory_bytes", "gpus"):
+            v = getattr(self, name)
+            if v is not None and not (v >= 0 and math.isfinite(v)):
+                raise ValueError(f"Resources.{name} must be a finite count >= 0, not {v!r}")
+
+
+# --- one run: provisioned against used -----------------------------------------------------
+
+@dataclass(frozen=True)
+class JobCanonical:
+    """One run's provisioned and used resources over its wall time, in hours.
+    idle_canonical_core_hours: the idle cores and memory in whole canonical units (the OSG
+    rule); idle_core_hours: the idle cores, any amount. GPU hours are canonical as they are.
+    GPU figures are None where the GPUs used are not known."""
+    hours: float
+    provisioned_core_hours: float
+    used_core_hours: float
+    idle_core_hours: float
+    idle_canonical_core_hours: float
+    idle_limited_by: str
+    provisioned_gpu_hours: float | None
+    used_gpu_hours: float | None
+    idle_gpu_hours: float | None
+
+
+def job_canonical(provisioned, used, wall_seconds, memory_per_unit=CANONICAL_MEMORY_BYTES):
+    """Canonical accounting of one run (one job run, one node) that held `provisioned`
+    (Resources) for wall_seconds and used `used` (Resources: average cores busy, peak
+    memory, GPUs busy). Idle = provisioned - used, never below 0, constant over the run."""
+    hours = wall_seconds / 3600.0
+    idle_cores = max(provisioned.cores - used.cores, 0.0)
+    idle_mem = None if provisioned.memory_bytes is None or used.memory_bytes is None else \
+        max(provisioned.memory_bytes - used.memory_bytes, 0)
+    gpus = provisioned.gpus is not None and used.gpus is not None
+    return JobCanonical(
+        hours=hours,
+        provisioned_core_hours=provisioned.cores * hours,
+        used_core_hours=min(used.cores, provisioned.cores) * hours,
+        idle_core_hours=idle_cores * hours,
+        idle_canonical_core_hours=whole_units(idle_cores, idle_mem, memory_per_unit) * hours,
+        idle_limited_by=limited_by(idle_cores, idle_mem, memory_per_unit),
+        provisioned_gpu_hours=provisioned.gpus * hours if provisioned.gpus is not None else None,
+        used_gpu_hours=min(used.gpus, provisioned.gpus) * hours if gpus else None,
+        idle_gpu_hours=max(provisioned.gpus - used.gpus, 0.0) * hours if gpus else None)
+
+
+def used_from_summary(summary):
+    """What a run used, from jobmon's summary (docs/metrics.md): average cores busy
+    ((user + system CPU) / wall), resident memory peak (page cache is reclaimable, so not
+    counted), and GPUs busy (gpu_count x average utilization; None without GPU figures)."""
+    wall = summary.get("wall_seconds") or 0
+    cpu = (summary.get("cpu_user_seconds") or 0) + (summary.get("cpu_system_seconds") or 0)
+    count, util = summary.get("gpu_count") or 0, summary.get("gpu_util_avg_percent")
+    if not count:
+        gpus = 0.0    # no GPU (jobmon records gpu_count only where there are GPUs)
+    else:
+        gpus = None if util is None else count * util / 100.0
+    return Resources(cores=cpu / wall if wall else 0.0,
+                     memory_bytes=summary.get("rss_peak_bytes"), gpus=gpus)
+
+
+def resources_from_condor(attrs):
+    """What HTCondor gave a job's slot, from its ad's attributes (or jobmon's tags, which copy
+    them): CpusProvisioned, MemoryProvisioned (MiB), GPUsProvisioned; the Request* ones where
+    the Provisioned ones are missing. None when not even the cores are known."""
+    def first(*names):
+        return next((x for x in map(number, (attrs.get(n) for n in names)) if x is not None),
+                    None)
+    cores = first("CpusProvisioned", "RequestCpus")
+    if cores is None:
+        return None
+    mem = first("MemoryProvisioned", "RequestMemory")
+    return Resources(cores=cores, memory_bytes=None if mem is None else int(mem * (1 << 20)),
+                     gpus=first("GPUsProvisioned", "RequestGPUs") or 0.0)
+
+
+# --- how a run ended -----------------------------------------------------------------------
+
+GOODPUT, BADPUT, UNKNOWN = "goodput", "badput", "unknown"
+# whose doing a badput run is: the user's job, the site or pilot, the pilot's or the node's
+# end (preemption), or not known from the records
+USER, SITE, PREEMPTION, NO_CAUSE = "user", "site", "preemption", "unknown"
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How one run ended, in plain fields, for every scheduler and for `jobmon run`.
+    exit_code, signal: the command's (jobmon's summary; else the scheduler's ExitCode /
+    ExitSignal, Slurm's ExitCode "code:signal"). state: the scheduler's end of this run,
+    HTCondor JobStatus (name or number) or event-log end (completed, removed, held,
+    evicted), Slurm State's first word (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...).
+    hold_code/hold_subcode: HoldReasonCode/SubCode; vacate_code: VacateReasonCode; reason:
+    the hold, remove or vacate reason text. run: this run (1 = first); job_starts:
+    NumJobStarts, the runs the job had when the scheduler recorded it."""
+    exit_code: int | None = None
+    signal: int | None = None
+    state: str | int | None = None
+    hold_code: int | None = None
+    hold_subcode: int | None = None
+    vacate_code: int | None = None
+    reason: str | None = None
+    run: int | None = None
+    job_starts: int | None = None
+
+
+@dataclass(frozen=True)
+class Classification:
+    """outcome: goodput, badput, or unknown (still running, or nothing recorded);
+    cause (badput): user, site, preemption or unknown ("none" for goodput);
+    reason: one line for people."""
+    outcome: str
+    cause: str
+    reason: str
+
+
+CONDOR_STATUS = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
+                 6: "transferring_output", 7: "suspended"}
+IN_FLIGHT = {"running", "transferring_output", "suspended", "pending", "completing",
+             "configuring", "resizing", "signaling", "stage_out", "stopped", "resv_del_hold"}
+# signals a program brings on itself (a fault, a limit it hit, its own alarm): the user's
+_OWN_SIGNALS = {_signal.SIGILL, _signal.SIGTRAP, _signal.SIGABRT, _signal.SIGBUS,
+                _signal.SIGFPE, _signal.SIGSEGV, _signal.SIGSYS, _signal.SIGPIPE,
+                _signal.SIGXCPU, _signal.SIGXFSZ, _signal.SIGALRM}
+# scheduler ends decided by the state alone: state -> (cause, reason)
+_STATE_ENDS = {
+    "removed": (USER, "removed (condor_rm or a removal policy)"),
+    "cancelled": (USER, "cancelled (scancel)"),
+    "timeout": (USER, "reached its time limit"),
+    "out_of_memory": (USER, "exceeded its memory"),
+    "deadline": (USER, "reached its deadline"),
+    "special_exit": (USER, "requeued by its own exit code (special exit)"),
+    "preempted": (PREEMPTION, "preempted"),
+    "node_fail": (SITE, "its node failed"),
+    "boot_fail": (SITE, "its node failed to boot"),
+    "requeued": (NO_CAUSE, "requeued"), "requeue_fed": (NO_CAUSE, "requeued"),
+    "requeue_hold": (NO_CAUSE, "requeued and held"), "revoked": (NO_CAUSE, "revoked"),
+}
+# HTCondor's HoldReasonCode and VacateReasonCode tables (codes below 1000 are hold codes
+# in both) -> whose doing; codes in neither set: not known
+_USER_CODES = {1, 3, 4, 5, 14, 15, 16, 20, 22, 25, 26, 32, 33, 34, 35, 36, 37, 43, 44, 46, 47,
+               1000, 1004, 1023}
+_SITE_CODES = {6, 11, 17, 18, 19, 21, 23, 24, 27, 38, 39, 40, 41, 42, 45, 48,
+               1002, 1003, 1006, 1007, 1008, 1012, 1020, 1021, 1024, 1026, 1027, 1028,
+               1031, 1032, 1033, 1034, 1035, 1036}
+_PREEMPTION_CODES = {1010, 1011, 1013, 1014, 1015, 1016, 1018, 1019, 1029, 1030}
+_FILE_CODES = {7, 8, 9, 10, 12, 13}   # a file or a transfer failed: ENOENT is the job's
+_ENOENT = 2
+
+
+def signal_name(number):
+    try:
+        return _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def code_cause(code, subcode=None):
+    """Whose doing an HTCondor hold or vacate code is: user, site, preemption or unknown."""
+    if code in _USER_CODES or (code in _FILE_CODES and subcode == _ENOENT):
+        return USER
+    if code in _SITE_CODES or code in _FILE_CODES:
+        return SITE
+    return PREEMPTION if code in _PREEMPTION_CODES else NO_CAUSE
+
+
+def _by_code(what, code, subcode, reason, default):
+    text = what + (f" (code {code}" + (f".{subcode}" if subcode else "") + ")"
+                   if code is not None else "") + (f": {reason}" if reason else "")
+    return Classification(BADPUT, default if code is None else code_cause(code, subcode), text)
+
+
+def _exit(end, restarted):
+    if end.signal:
+        own = end.signal in _OWN_SIGNALS
+        text = f"killed by {signal_name(end.signal)}" + ("" if own else " (sent from outside)")
+        return Classification(BADPUT, USER if own else NO_CAUSE,
+                              text + ("; the job started again" if restarted else ""))
+    if end.exit_code is None:
+        if restarted:
+            return Classification(BADPUT, NO_CAUSE, "ended without an exit status; the job "
+                                                    "started again")
+        return Classification(UNKNOWN, NO_CAUSE, "no exit status recorded")
+    if end.exit_code == 0:
+        if restarted:   # its result was lost (e.g. the exit status never reached the shadow)
+            return Classification(BADPUT, SITE, "exit code 0, but the job ran again")
+        return Classification(GOODPUT, "none", "completed (exit code 0)")
+    return Classification(BADPUT, USER, f"failed (exit code {end.exit_code})")
+
+
+def classify(end):
+    """Goodput or badput of one run (RunEnd), whose doing, and why. The scheduler's state
+    decides where it says more than the exit status (held, removed, evicted, node failure;
+    HTCondor's hold and vacate codes say whose doing); otherwise the exit status does: 0 is
+    goodput, another code the user's failure, a signal the program brings on itself
+    (SIGSEGV, SIGABRT, ...) the user's, a signal from outside (SIGTERM, SIGKILL, ...) of
+    unknown cause. A run after which the job started again did not complete it: badput even
+    with exit code 0 (then the site's: the result was lost)."""
+    state = end.state
+    if isinstance(state, int):
+        state = CONDOR_STATUS.get(state)
+    state = (state or "").strip().lower() or None
+    if state in IN_FLIGHT:
+        return Classification(UNKNOWN, NO_CAUSE, f"still {state.replace('_', ' ')}")
+    if state == "held":
+        return _by_code("held", end.hold_code, end.hold_subcode, end.reason, NO_CAUSE)
+    if state in ("evicted", "vacated", "idle"):   # idle: the run ended, the job was requeued
+        return _by_code("evicted", end.vacate_code, None, end.reason,
+                        PREEMPTION if state != "idle" else NO_CAUSE)
+    if state in _STATE_ENDS:
+        cause, text = _STATE_ENDS[state]
+        return Classification(BADPUT, cause, text + (f": {end.reason}" if end.reason else ""))
+    if state == "failed" and not end.signal and not end.exit_code:
+        # Slurm 22.05's JSON gives a failed job exit code 0: the state is what is right
+        return Classification(BADPUT, USER, "failed (its exit code was not recorded)")
+    restarted = end.run is not None and end.job_starts is not None and end.run < end.job_starts
+    return _exit(end, restarted)
+
+
+def run_end(summary=None, record=None, run=None, job_starts=None):
+    """A RunEnd from jobmon's summary of a run (a dict: exit_code, signal) and the scheduler's
+    record (a dict as jobmon.accounting's Record.as_dict() gives it: HTCondor `status`,
+    `exit_code`, `signal`, `hold_code`, `hold_subcode`, `hold_reason`, `remove_reason`,
+    `vacate_code`, `vacate_reason`, `run`, `runs`; Slurm `state`, `exit_code`, `signal`,
+    `run`). A record of another run than `run` only gives the job's number of starts.
+    jobmon's exit status comes first: it is the command's own."""
+    s, r = summary or {}, record or {}
+    run = run if run is not None else r.get("run")
+    job_starts = job_starts if job_starts is not None else r.get("runs")
+    if r.get("run") is not None and run is not None and int(r["run"]) != int(run):
+        r = {}   # describes another run of the job
+    src = s if s.get("exit_code") is not None or s.get("signal") is not None else r
+    state = r.get("status") or r.get("state")
+    name = CONDOR_STATUS.get(state) if isinstance(state, int) else str(state).lower()
+    why = {"held": "hold_reason", "removed": "remove_reason", "evicted": "vacate_reason",
+           "idle": "vacate_reason"}.get(name)
+    return RunEnd(exit_code=src.get("exit_code"), signal=src.get("signal"), state=state,
+                  hold_code=r.get("hold_code"), hold_subcode=r.get("hold_subcode"),
+                  vacate_code=r.get("vacate_code"), reason=r.get(why) if why else None,
+                  run=run, job_starts=job_starts)

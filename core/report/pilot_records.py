@@ -1,0 +1,136 @@
+"""A pilot's account from a store: its record, its payloads' records, the partition.
+
+The pilot's record is the one stored under its job id (`jobmon run --job-id ID` around
+glidein_startup.sh, or the HTCondor wrapper around the pilot's own batch job); its
+payloads are the records whose tags["pilot"] names that id (the condor plugin writes it
+from the glidein's machine ad). What they held comes from the HTCondor names in their
+tags (CpusProvisioned, MemoryProvisioned, GPUsProvisioned, else Request*), which the
+wrapper copies from the job ad and a `jobmon run` pilot is given with --tag; a Slurm
+pilot's allocation (alloc_cpus, alloc_mem_bytes, alloc_gpus) is read as well.
+
+The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it out.
+"""
+from .canonical import Resources, classify, resources_from_condor, run_end
+from .pilot import CATEGORIES, Payload, Pilot, account
+
+PILOT_TAG = "pilot"
+# how many of the newest records a store without a tag query is scanned for payloads
+SCAN_LIMIT = 100000
+
+
+class PilotNotFound(Exception):
+    pass
+
+
+def _number(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def resources(tags):
+    """What a pilot or a payload slot held, from its tags; None when not even its cores
+    are known."""
+    tags = tags or {}
+    res = resources_from_condor(tags)
+    if res is not None:
+        return res
+    cores = _number(tags.get("alloc_cpus"))
+    if cores is None:
+        return None
+    mem, gpus = _number(tags.get("alloc_mem_bytes")), _number(tags.get("alloc_gpus"))
+    return Resources(cores=cores, memory_bytes=None if mem is None else int(mem),
+                     gpus=gpus or 0.0)
+
+
+def _end(rec):
+    s = rec.get("summary") or {}
+    return s.get("end_time")
+
+
+def payload_records(store, pilot_id, start, end):
+    """Records of the payloads of `pilot_id` that overlap [start, end], oldest first."""
+    tagged = getattr(store, "tagged", None)
+    recs = tagged(PILOT_TAG, pilot_id) if tagged else store.jobs(SCAN_LIMIT)
+    out = [r for r in recs if (r.get("tags") or {}).get(PILOT_TAG) == pilot_id
+           and r.get("job") != pilot_id and (r.get("start_time") or 0) <= end
+           and (_end(r) is None or _end(r) >= start)]
+    return sorted(out, key=lambda r: (r.get("start_time") or 0, str(r.get("job"))))
+
+
+def validated_at(summary, given=None):
+    """(time, where it came from): given by hand, the pilot's `validated` mark, or its
+    start when nothing says (validation counted as none)."""
+    if given is not None:
+        return float(given), "given"
+    marks = (summary or {}).get("marks")
+    if isinstance(marks, dict) and "validated" in marks:
+        v = marks["validated"]
+        return (None, "never") if v is None else (float(v), "mark")
+    return None, "unknown"
+
+
+def _res_dict(r):
+    return {"cores": r.cores, "memory_bytes": r.memory_bytes, "gpus": r.gpus}
+
+
+def _hours(h):
+    return {"core_hours": h.core_hours, "gpu_hours": h.gpu_hours}
+
+
+def build(pilot_rec, payload_recs, given_validated=None, default_resources=None):
+    """The model of one pilot: its partition and each payload's place in it."""
+    s = pilot_rec.get("summary") or {}
+    if not s or s.get("end_time") is None:
+        raise PilotNotFound(f"pilot {pilot_rec.get('job')!r} has not ended yet: its "
+                            "partition needs its end")
+    have = resources(pilot_rec.get("tags")) or default_resources
+    if have is None:
+        raise PilotNotFound(f"pilot {pilot_rec.get('job')!r}: what it held is not recorded "
+                            "(tags CpusProvisioned/MemoryProvisioned, or alloc_cpus)")
+    start = pilot_rec.get("start_time") or s.get("start_time")
+    validated, source = validated_at(s, given_validated)
+    pilot = Pilot(start=start, end=s["end_time"], resources=have,
+                  validated_at=start if source == "unknown" else validated)
+    payloads, rows = [], []
+    for r in payload_recs:
+        ps = r.get("summary") or {}
+        ended = classify(run_end(ps, run=r.get("run")))
+        res = resources(r.get("tags")) or Resources(cores=0.0)
+        name = str(r.get("job")) + (f" run {r['run']}" if r.get("run") else "")
+        payloads.append(Payload(start=r.get("start_time"), end=ps.get("end_time"),
+                                resources=res, ended=ended, name=name))
+        rows.append({"job": r.get("job"), "run": r.get("run"), "user": r.get("user"),
+                     "start": r.get("start_time"), "end": ps.get("end_time"),
+                     "resources": _res_dict(res), "outcome": ended.outcome,
+                     "cause": ended.cause, "reason": ended.reason,
+                     "exit_code": ps.get("exit_code"), "signal": ps.get("signal")})
+    acct = account(pilot, payloads)
+    for row, hours, category in zip(rows, acct.payloads, acct.payload_categories):
+        row["category"] = category
+        row.update(_hours(hours))
+    return {
+        "pilot": pilot_rec.get("job"), "host": pilot_rec.get("host"),
+        "user": pilot_rec.get("user"), "start": pilot.start, "end": pilot.end,
+        "wall_seconds": pilot.end - pilot.start, "resources": _res_dict(have),
+        "validated_at": acct.validated_at if source != "unknown" else None,
+        "validation_source": source,
+        "provisioned": _hours(acct.provisioned),
+        "categories": {c: _hours(acct.categories[c]) for c in CATEGORIES},
+        "user_badput": _hours(acct.user_badput),
+        "unaccounted": _hours(acct.unaccounted()), "balanced": acct.balanced(1e-6),
+        "payloads": rows,
+    }
+
+
+def pilot_account(store, pilot_id, given_validated=None):
+    """The model of the pilot stored under `pilot_id` (its latest record)."""
+    from ..stores.ids import JobRef
+    recs = [r for r in store.records(JobRef(pilot_id, [pilot_id])) if r.get("job") == pilot_id]
+    if not recs:
+        raise PilotNotFound(f"no pilot {pilot_id!r} in the store")
+    rec = recs[0]   # newest first
+    s = rec.get("summary") or {}
+    start, end = rec.get("start_time") or 0, s.get("end_time") or float("inf")
+    return build(rec, payload_records(store, pilot_id, start, end), given_validated)

@@ -1,0 +1,214 @@
+"""Delivering the end-of-job report card (jobmon.sinks.card_text) where the user looks.
+
+Called once the job has ended: by the HTCondor wrapper (the job's stderr is its own fd 2)
+and by the Slurm sampler (as the job's user, outside the job). Whether a job gets a card
+is the site's choice ([report] card, card_all_jobs) and the job's (the job ad's
++JobMonitorReportCard, the job's environment JOBMON_CARD, Slurm's --comment jobmon-card).
+
+Nothing here may harm the job: every failure is swallowed (said through `warn`), writes
+and the mailer are bounded in time, and the caller's exit status is never touched.
+Standard library only.
+"""
+import os
+import re
+import threading
+
+JOB_AD_ATTR = "JobMonitorReportCard"     # +JobMonitorReportCard = true in a submit file
+JOB_ENV = "JOBMON_CARD"                  # the job's environment: JOBMON_CARD=1 (or 0)
+COMMENT_WORD = "jobmon-card"             # sbatch --comment "jobmon-card" (=no to refuse)
+WRITE_SECONDS = 5.0                      # longest wait for a write to the job's stderr
+MAIL_SECONDS = 4.0                       # longest wait for the mailer (a Slurm Epilog
+                                         # waits 5 s for the sampler in all)
+_DEFAULTS = {"card": "off", "card_all_jobs": False, "card_dir": "",
+             "mailer": "/usr/sbin/sendmail -t"}
+
+
+def _nothing(_msg):
+    pass
+
+
+def yes_no(value):
+    """True, False, or None (not said) from a ClassAd value, an environment string or a
+    comment word's value."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str) and value.strip():
+        v = value.strip().strip('"').lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off"):
+            return False
+    return None
+
+
+def comment_asks(comment):
+    """What a Slurm job comment says: "jobmon-card" or "jobmon-card=yes" True,
+    "jobmon-card=no" False, else None. Words are split on spaces, commas, semicolons."""
+    for word in re.split(r"[\s,;]+", comment or ""):
+        name, _, value = word.partition("=")
+        if name.lower() == COMMENT_WORD:
+            return True if not value else yes_no(value)
+    return None
+
+
+def where(site, job_asks):
+    """Where this job's card goes ("stderr", "file", "mail") or None. The site decides
+    whether cards exist and where; the job asks for one (True), refuses one (False) or
+    says nothing (None: a card only where the site gives one to every job)."""
+    channel = (site or {}).get("card", "off")
+    if channel == "off" or job_asks is False:
+        return None
+    if job_asks or (site or {}).get("card_all_jobs"):
+        return channel
+    return None
+
+
+def site_settings(warn=_nothing):
+    """The [report] section (card keys and advice thresholds); defaults where the site
+    configuration cannot be read."""
+    try:
+        from jobmon import config
+        return config.load()["report"]
+    except Exception as e:
+        warn(f"report card: site configuration unusable ({e})")
+        try:
+            from jobmon import config
+            return {k: d for k, (_t, d) in config.SCHEMA["report"].items()}
+        except Exception:
+            return dict(_DEFAULTS)
+
+
+def compose(summary, site):
+    from jobmon.sinks import card_text as card
+    return card.card_text(summary, card.advice_for(summary, site or {}))
+
+
+def deliver_card(summary, where, site=None, *, fd=2, directory=None, recipient=None,
+                 warn=_nothing):
+    """Write `summary`'s card to `where`: "stderr" (appended to `fd`), "file"
+    (jobmon-card-<job>.txt in site card_dir, else `directory`), or "mail" (the site's
+    mailer, to `recipient`, else the job's user). Returns what it wrote to (the fd, path or
+    recipient), or None; never raises."""
+    try:
+        site = site if site is not None else site_settings(warn)
+        text = compose(summary, site)
+        if where == "stderr":
+            return fd if _bounded(lambda: _write_all(fd, text.encode()), WRITE_SECONDS) else None
+        if where == "file":
+            return write_file(text, summary, site.get("card_dir") or directory)
+        if where == "mail":
+            return mail(text, summary, site.get("mailer") or _DEFAULTS["mailer"],
+                        recipient or summary.get("user"))
+        warn(f"report card: no such destination {where!r}")
+    except Exception as e:
+        warn(f"report card not delivered ({where}): {type(e).__name__}: {e}")
+    return None
+
+
+def _write_all(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _bounded(fn, seconds):
+    """fn() in a thread, waited for `seconds` at most (a stderr pipe nobody reads would
+    block for ever); True when it finished without an error."""
+    done = []
+
+    def target():
+        try:
+            fn()
+            done.append(True)
+        except Exception:
+            pass
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    return bool(done)
+
+
+def card_path(summary, directory):
+    job = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(summary.get("job") or "job"))
+    return os.path.join(directory, f"jobmon-card-{job}.txt")
+
+
+def write_file(text, summary, directory):
+    """The card as a file of its own in `directory`, as the calling user (a link there is
+    refused, not followed)."""
+    if not directory:
+        raise OSError("no directory for the card (card_dir, or the job's working dir)")
+    path = card_path(summary, directory)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644)
+    try:
+        _write_all(fd, text.encode())
+    finally:
+        os.close(fd)
+    return path
+
+
+def message(text, summary, recipient):
+    from jobmon.sinks.card_text import ending
+    subject = f"jobmon: job {summary.get('job') or '?'} {ending(summary)}"
+    clean = lambda v: re.sub(r"[\r\n]+", " ", str(v))   # noqa: E731  (no header injection)
+    return (f"To: {clean(recipient)}\nSubject: {clean(subject)}\n"
+            "Auto-Submitted: auto-generated\nContent-Type: text/plain; charset=utf-8\n"
+            f"\n{text}")
+
+
+def mail(text, summary, mailer, recipient):
+    """Hand the card to the site's mailer (a command that reads a whole message on its
+    stdin, e.g. `/usr/sbin/sendmail -t`), waited for MAIL_SECONDS at most."""
+    import shlex
+    import subprocess
+    if not recipient:
+        raise ValueError("no recipient")
+    argv = shlex.split(mailer)
+    if not argv:
+        raise ValueError("report.mailer is empty")
+    r = subprocess.run(argv, input=message(text, summary, recipient).encode(),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=MAIL_SECONDS, close_fds=True, start_new_session=True)
+    if r.returncode != 0:
+        raise OSError(f"{argv[0]} exited with {r.returncode}")
+    return recipient
+
+
+# --- the schedulers' ends of it -------------------------------------------------------
+
+def after_condor_job(summary, job_ad, environ, warn=_nothing):
+    """The HTCondor wrapper's card, once the job has ended: the job ad's
+    +JobMonitorReportCard, else the job's JOBMON_CARD, against the site's [report]
+    settings; "file" goes to the job's scratch directory (HTCondor brings new files there
+    back with the output, where the submit file leaves transfer_output_files unset)."""
+    asks = yes_no(job_ad.get(JOB_AD_ATTR))
+    if asks is None:
+        asks = yes_no(environ.get(JOB_ENV))
+    site = site_settings(warn)
+    to = where(site, asks)
+    if to is None:
+        return None
+    notify = job_ad.get("NotifyUser")
+    return deliver_card(summary, to, site, fd=2,
+                        directory=environ.get("_CONDOR_SCRATCH_DIR") or os.getcwd(),
+                        recipient=notify if isinstance(notify, str) and notify else None,
+                        warn=warn)
+
+
+def after_slurm_job(summaries, environ, warn=_nothing):
+    """The Slurm sampler's card (as the job's user, after the Epilog said the job is
+    over), for the last run it sampled: the job's comment (SLURM_JOB_COMMENT, which the
+    Prolog's environment carries) against the site's settings. The sampler cannot reach
+    the job's stderr: "stderr" is taken as "file", in the job's working directory
+    (SLURM_JOB_WORK_DIR, where slurm-%j.out goes by default) unless card_dir is set."""
+    if not summaries:
+        return None
+    site = site_settings(warn)
+    to = where(site, comment_asks(environ.get("SLURM_JOB_COMMENT")))
+    if to is None:
+        return None
+    return deliver_card(summaries[-1], "file" if to == "stderr" else to, site,
+                        directory=environ.get("SLURM_JOB_WORK_DIR"),
+                        recipient=environ.get("SLURM_JOB_USER"), warn=warn)

@@ -1,0 +1,149 @@
+"""The end-of-job report card: a few lines of summary and advice, where the user looks.
+
+card_lines(summary, advice) is pure: the end-of-job summary (docs/metrics.md, with the
+efficiency fields where the sampler wrote them; any of them may be absent) and advice
+lines in, at most MAX_LINES lines of at most MAX_COLUMNS columns out; advice_for() asks
+jobmon.advice. Standard library only: the HTCondor wrapper and the
+Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
+"""
+GIB, MIB = 1 << 30, 1 << 20
+MAX_LINES, MAX_COLUMNS = 8, 80
+PREFIX = "jobmon: "
+
+
+def _size(n):
+    if n is None:
+        return None
+    if n >= GIB:
+        return f"{n / GIB:.1f} GiB"
+    return f"{n / MIB:.0f} MiB" if n >= MIB else f"{n / 1024:.0f} KiB"
+
+
+def _duration(seconds):
+    s = int(round(seconds or 0))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}" if m else f"{s} s"
+
+
+def _fit(line):
+    return line if len(line) <= MAX_COLUMNS else line[:MAX_COLUMNS - 3] + "..."
+
+
+def _num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f else None   # NaN: unknown
+
+
+def _signal_name(n):
+    import signal
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def ending(s):
+    """How the job ended, in a few words."""
+    if s.get("signal"):
+        return f"killed by {_signal_name(s['signal'])}"
+    if s.get("exit_code") is not None:
+        return f"exit code {s['exit_code']}"
+    return "ended (exit status unknown)"
+
+
+def _cores_used(s):
+    avg = _num(s.get("cpu_cores_avg"))
+    if avg is not None:
+        return avg
+    wall = _num(s.get("wall_seconds")) or 0
+    cpu = (_num(s.get("cpu_user_seconds")) or 0) + (_num(s.get("cpu_system_seconds")) or 0)
+    return cpu / wall if wall > 0 else None
+
+
+def cpu_line(s):
+    used, given = _cores_used(s), _num(s.get("cores_allocated"))
+    if used is None:
+        return None
+    if not given:
+        return f"CPU: {used:.2f} cores busy on average (cores given: not known)"
+    eff = _num(s.get("cpu_efficiency_percent"))
+    eff = 100.0 * used / given if eff is None else eff
+    return f"CPU: {used:.2f} of {given:g} cores busy on average ({eff:.0f} % efficiency)"
+
+
+def memory_line(s):
+    peak = _num(s.get("rss_peak_bytes"))
+    if peak is None:
+        return None
+    given, asked = _num(s.get("mem_allocated_bytes")), _num(s.get("mem_requested_bytes"))
+    line = f"Memory: resident peak {_size(peak)}"
+    if given:
+        eff = _num(s.get("mem_efficiency_percent"))
+        eff = 100.0 * peak / given if eff is None else eff
+        line += f" of {_size(given)} given ({eff:.0f} %)"
+        if asked and abs(asked - given) >= MIB:
+            line += f", {_size(asked)} asked"
+    elif asked:
+        line += f" of {_size(asked)} asked"
+    return line
+
+
+def gpu_line(s):
+    n = _num(s.get("gpu_count"))
+    if not n:
+        return None
+    util = _num(s.get("gpu_util_avg_percent"))
+    busy = f", {util:.0f} % busy on average" if util is not None else ""
+    peak = _size(_num(s.get("gpu_mem_peak_bytes")))
+    return f"GPU: {n:g} GPU{'s' if n != 1 else ''}{busy}" + (f", memory peak {peak}" if peak else "")
+
+
+def io_line(s):
+    r, w = _num(s.get("read_bytes")), _num(s.get("write_bytes"))
+    if r is None and w is None:
+        return None
+    return f"I/O: read {_size(r or 0)}, wrote {_size(w or 0)} (storage)"
+
+
+def card_lines(summary, advice=()):
+    """The card: a header (job, ending, wall time), CPU, memory, GPU and I/O where known,
+    advice lines (as many as fit), and where to read more. advice: [(rule, text)] or
+    [{"rule", "text"}]."""
+    s = summary or {}
+    job = s.get("job") or "?"
+    how = f"{ending(s)} after {_duration(s.get('wall_seconds'))}"
+    if s.get("host"):
+        how += f" on {s['host']}"
+    head = [f"{PREFIX}job {job} {how}"]
+    if len(head[0]) > MAX_COLUMNS:          # a long id keeps a line of its own
+        head = [f"{PREFIX}job {job}", f"  {how}"]
+    facts = [x for x in (cpu_line(s), memory_line(s), gpu_line(s)) if x]
+    footer = [f"  details: jobmon query {job}"]
+    if len(footer[0]) > MAX_COLUMNS:
+        footer = []
+    texts = [a["text"] if isinstance(a, dict) else a[1] for a in advice or ()]
+    room = MAX_LINES - len(head) - len(footer) - len(facts)
+    tips = [f"advice: {t}" for t in texts[:max(room, 0)]]
+    io = io_line(s)
+    if io and len(tips) < room:
+        facts.append(io)
+    lines = head + ["  " + x for x in facts] + ["  " + t for t in tips] + footer
+    return [_fit(x) for x in lines[:MAX_LINES]]
+
+
+def card_text(summary, advice=()):
+    return "\n".join(card_lines(summary, advice)) + "\n"
+
+
+def advice_for(summary, cfg):
+    """[(rule, text)] from jobmon.advice, or [] where it fails: the card never depends on
+    it."""
+    try:
+        from .. import advice
+        return [(a["rule"], a["text"]) for a in advice.advise(summary, cfg)]
+    except Exception:
+        return []

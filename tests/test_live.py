@@ -1,0 +1,183 @@
+"""`jobmon top` and `jobmon watch` on real running jobs: from the embedded store and from a
+real spool directory, sorted, at 80 columns, job ids never cut, hostile text defused."""
+import fcntl
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import JOBMON, jobmon, needs_root
+from jobmon.influx import schema
+from jobmon.render.live import sparkline
+
+BURN = f"{sys.executable} -c 'import time; e=time.time()+{{t}}\nwhile time.time()<e: pass'"
+HOLD = (f"{sys.executable} -c 'import time; b=bytearray(96<<20)\n"
+        f"for i in range(0,len(b),4096): b[i]=1\ntime.sleep({{t}})'")
+EVERY = {"JOBMON_PROCS_EVERY_SECONDS": "0.5"}
+
+
+def start(job_id, cmd, *args, env=None, store=None):
+    argv = [JOBMON, "run", "--interval=0.3", f"--job-id={job_id}", *args]
+    argv += [f"--store={store}"] if store else []
+    return subprocess.Popen(argv + ["--", "sh", "-c", cmd], env=env or dict(os.environ, **EVERY),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def until(check, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError("timed out")
+
+
+def job_lines(out, ids):
+    return [line.split()[0] for line in out.splitlines() if line.split()[:1]
+            and line.split()[0] in ids]
+
+
+def test_sparkline_scales_from_zero_to_the_largest_or_given_top():
+    assert sparkline([0, 1, 2, 4]) == "▁▃▅█"
+    assert sparkline([1, None, 1], hi=4) == "▃ ▃"
+    assert sparkline([5, 5]) == "██" and sparkline([0, 0]) == "▁▁" and sparkline([]) == ""
+    assert sparkline(range(100), width=10) == sparkline(range(90, 100), hi=99)
+
+
+def test_top_from_the_store_sorts_by_cpu_memory_and_efficiency(tmp_path):
+    store = str(tmp_path / "s.db")
+    long_id = "pool.example.org#4711.0#1700000000" + "x" * 20
+    jobs = [start("burner", BURN.format(t=12), "--tag=request_cpus=4", store=store),
+            start("holder", HOLD.format(t=12), "--tag=request_cpus=1", store=store),
+            start(long_id, "sleep 12", store=store)]
+    ids = {"burner", "holder", long_id}
+    try:
+        def ready():
+            out = jobmon("top", "--once", "--spool=none", f"--store={store}").stdout
+            holder = [x.split() for x in out.splitlines() if x.startswith("holder ")]
+            big = holder and holder[0][4].endswith("M") and float(holder[0][4][:-1]) > 90
+            return out if len(job_lines(out, ids)) == 3 and big else None
+        until(ready)
+        by = {k: jobmon("top", "--once", "--spool=none", f"--store={store}", "--sort", k)
+              for k in ("cpu", "mem", "eff")}
+        for r in by.values():
+            assert r.returncode == 0, r.stderr
+            assert all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout
+            assert "JOB" in r.stdout and "ALLOC" in r.stdout and "EFF" in r.stdout
+        assert job_lines(by["cpu"].stdout, ids)[0] == "burner"
+        assert job_lines(by["mem"].stdout, ids)[0] == "holder"
+        # the least efficient first; the job without an allocation last (no efficiency)
+        assert job_lines(by["eff"].stdout, ids) == ["holder", "burner", long_id]
+        assert long_id in by["cpu"].stdout.splitlines()        # whole, on a line of its own
+        burner = next(line for line in by["cpu"].stdout.splitlines()
+                      if line.startswith("burner"))
+        assert " 4.0 " in burner and "%" in burner
+    finally:
+        for p in jobs:
+            p.wait(timeout=30)
+    out = jobmon("top", "--once", "--spool=none", f"--store={store}").stdout
+    assert job_lines(out, ids) == [] and "(no running job found)" in out   # ended
+
+
+def test_watch_shows_sparklines_and_processes_then_sees_the_end(tmp_path):
+    store = str(tmp_path / "w.db")
+    job = start("w.1", f"{BURN.format(t=3)} & {HOLD.format(t=3)} & wait", store=store)
+    try:
+        def ready():
+            r = jobmon("watch", "w.1", "--once", "--spool=none", f"--store={store}")
+            return r if r.returncode == 0 and "top processes" in r.stdout else None
+        r = until(ready)
+        lines = r.stdout.splitlines()
+        assert all(len(line) <= 80 for line in lines), r.stdout
+        assert lines[0].startswith("job w.1")
+        spark = {line.split()[0]: line for line in lines if line[:10].strip() in
+                 ("CPU cores", "memory", "processes") or line.startswith("disk I/O")}
+        assert set(spark) >= {"CPU", "memory", "processes"}
+        assert any(c in spark["memory"] for c in "▁▂▃▄▅▆▇█")
+        assert "python" in r.stdout      # the breakdown's command names
+        # refreshing until the job ends, then it says so and exits 0
+        live = subprocess.run([JOBMON, "watch", "w.1", "--interval=0.3", "--spool=none",
+                               f"--store={store}"], capture_output=True, text=True, timeout=30)
+        assert live.returncode == 0 and "\x1b[H\x1b[2J" in live.stdout
+        assert live.stdout.rstrip().endswith("(see `jobmon query w.1`)")
+    finally:
+        job.kill()
+        job.wait()
+    r = jobmon("watch", "w.1", "--once", "--spool=none", f"--store={store}")
+    assert r.returncode == 1 and "not running on this node" in r.stderr
+
+
+def test_hostile_job_ids_and_commands_cannot_drive_the_terminal(tmp_path):
+    store = str(tmp_path / "h.db")
+    evil = "\x1b]0;owned\x07x\x1b[2J"
+    job = start(evil, "printf '\\033[2J' >/dev/null; sleep 5", store=store)
+    try:
+        out = until(lambda: (lambda s: s if "x?[2J" in s else None)(
+            jobmon("top", "--once", "--spool=none", f"--store={store}").stdout))
+        assert "\x1b" not in out and "\x07" not in out
+        w = until(lambda: (lambda r: r.stdout if r.returncode == 0 else None)(
+            jobmon("watch", evil, "--once", "--spool=none", f"--store={store}")))
+        assert "\x1b" not in w and "\x07" not in w
+    finally:
+        job.kill()
+        job.wait()
+
+
+@pytest.fixture
+def spool_site(tmp_path):
+    from jobmon.ship.spooldir import prepare_spool
+    spool = str(tmp_path / "spool")
+    prepare_spool(spool)
+    config = tmp_path / "jobmon.toml"
+    config.write_text(f'[store]\nkind = "influxdb"\n[spool]\ndir = "{spool}"\n')
+    env = dict(os.environ, JOBMON_CONFIG=str(config), **EVERY)
+    env.pop("JOBMON_STORE", None)
+    return spool, env
+
+
+@needs_root
+def test_top_and_watch_read_the_running_jobs_spool_files(spool_site):
+    spool, env = spool_site
+    job = start("4711.0", f"{BURN.format(t=5)} & sleep 5; wait", "--tag=RequestCpus=2", env=env)
+    try:
+        def ready():
+            r = jobmon("top", "--once", "--store=none", env=env)
+            return r.stdout if "4711.0" in r.stdout and " 2.0 " in r.stdout else None
+        out = until(ready)
+        line = next(x for x in out.splitlines() if x.startswith("4711.0"))
+        assert line.split()[1] == "root" and int(line.split()[6]) >= 2    # user, procs
+        w = until(lambda: (lambda r: r.stdout if "top processes" in r.stdout else None)(
+            jobmon("watch", "4711.0", "--once", "--store=none", env=env)))
+        assert "cores allocated: 2.0" in w and "sleep" in w
+    finally:
+        job.wait(timeout=30)
+    # the sampler is gone (its lock with it): the job is no longer running
+    out = jobmon("top", "--once", "--store=none", env=env).stdout
+    assert "4711.0" not in out and "(no running job found)" in out
+
+
+@needs_root
+def test_spool_reader_skips_lines_that_are_not_jobmon_line_protocol(spool_site):
+    spool, env = spool_site
+    path = os.path.join(spool, f"{time.time_ns()}.0.1.abcd.lp")
+    job = {"job": "forged", "start_time": time.time() - 60, "interval": 1.0, "method": "procfs",
+           "command": ["x"], "tags": {}, "scheduler": "local"}
+    tags = schema.job_tags(job)
+    good = schema.sample_line(tags, {"time": time.time_ns(), "elapsed_seconds": 60.0,
+                                     "cpu_cores": 1.5, "procs": 3,
+                                     "mem_resident_bytes": 5 << 20})
+    bad = schema.sample_line(tags, {"time": time.time_ns(), "procs": 99}).replace(
+        "procs=99i", "procs=99i,evil=1")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o640)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)       # as a live sampler holds it
+        os.write(fd, (schema.job_line(job) + good + bad + "garbage\n").encode())
+        out = jobmon("top", "--once", "--store=none", env=env).stdout
+        line = next(x for x in out.splitlines() if x.startswith("forged"))
+        assert line.split()[2] == "1.50" and line.split()[6] == "3"   # not the bad line's 99
+    finally:
+        os.close(fd)
+    assert "forged" not in jobmon("top", "--once", "--store=none", env=env).stdout

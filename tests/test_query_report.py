@@ -1,0 +1,149 @@
+"""`jobmon query JOBID` as a full report: efficiency, memory by every definition, advice
+from named rules, and what the scheduler recorded beside it -- through the real HTCondor
+wrapper contract, the real history parser and the real renderers."""
+import csv
+import io
+import json
+import os
+
+import pytest
+
+from helpers import fixture, jobmon, jobmon_run, py
+from jobmon import advice
+
+GIB = 1 << 30
+CFG = {"cpu_low_percent": 50.0, "cpu_headroom_percent": 25.0, "mem_low_percent": 50.0,
+       "mem_headroom_percent": 20.0, "mem_min_waste_bytes": GIB,
+       "mem_near_limit_percent": 90.0, "idle_samples_percent": 50.0, "gpu_low_percent": 10.0,
+       "short_job_seconds": 60.0, "disabled": ""}
+
+
+def rules(summary, **cfg):
+    return {a["rule"]: a["text"] for a in advice.advise(summary, dict(CFG, **cfg))}
+
+
+def test_the_issues_example_job():
+    """8 cores and 32 GB given, 1.2 cores and 3 GB used: ask for 2 cores and 4 GB."""
+    s = {"wall_seconds": 3600, "cpu_user_seconds": 1.2 * 3600, "cpu_system_seconds": 0,
+         "cores_allocated": 8, "cpu_efficiency_percent": 15.0,
+         "mem_allocated_bytes": 32 * GIB, "rss_peak_bytes": 3 * GIB, "outcome": "goodput"}
+    got = rules(s)
+    assert got["cpu_underused"] == "used 1.2 of the 8 cores it was given (15 %): ask for 2 cores"
+    assert got["memory_overrequested"] == "peak 3.0 GB of 32.0 GB memory: ask for 4.0 GB"
+    assert set(got) == {"cpu_underused", "memory_overrequested"}
+    assert set(rules(s, disabled="cpu_underused, short_job")) == {"memory_overrequested"}
+    # thresholds come from the config: at 10 % nothing is underused
+    assert "cpu_underused" not in rules(s, cpu_low_percent=10.0)
+
+
+@pytest.mark.parametrize("extra, rule", [
+    ({"cores_allocated": 2, "cpu_user_seconds": 3 * 600}, "cpu_oversubscribed"),
+    ({"mem_allocated_bytes": 4 * GIB, "rss_peak_bytes": int(3.8 * GIB)}, "memory_near_limit"),
+    ({"cpu_idle_samples": 40, "samples": 60}, "stalled"),
+    ({"mem_rising": 1, "mem_growth_bytes_per_hour": 2 * GIB}, "memory_leak"),
+    ({"gpus_allocated": 2, "gpu_util_avg_percent": 3.0}, "gpu_idle"),
+    ({"wall_seconds": 12}, "short_job"),
+    ({"cores_allocated": None}, "no_allocation"),
+])
+def test_each_rule_fires_on_its_case_only(extra, rule):
+    base = {"wall_seconds": 600, "cpu_user_seconds": 600, "cores_allocated": 1,
+            "samples": 60, "outcome": "goodput"}
+    assert rule not in rules(base)
+    assert rule in rules(dict(base, **extra)), rules(dict(base, **extra))
+
+
+def test_every_rule_is_documented():
+    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "reports.md")).read()
+    for rule in advice.RULES:
+        assert f"`{rule.__name__}`" in text, rule.__name__
+
+
+@pytest.fixture
+def local_job(tmp_path):
+    store = str(tmp_path / "store.db")
+    long_id = "analysis-" + "x" * 50 + ".7"
+    code = ("import time\nx = b'1' * (96 << 20)\nt = time.time()\n"
+            "while time.time() - t < 0.6: pass\ntime.sleep(0.3)")
+    r = jobmon_run([f"--job-id={long_id}", "--interval=0.1", "--tag=request_cpus=4",
+                    "--tag=request_memory=2GiB"], py(code), store=store)
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, COLUMNS="80", JOBMON_CONFIG=str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    env.pop("JOBMON_STORE", None)
+    return long_id, store, env
+
+
+def test_query_report_json_csv_and_80_columns(local_job):
+    job, store, env = local_job
+    q = jobmon("query", job, "--json", f"--store={store}", env=env)
+    assert q.returncode == 0, q.stderr
+    rep = json.loads(q.stdout)
+    eff = {e["name"]: e["value"] for e in rep["efficiency"]}
+    assert eff["cores allocated"] == 4
+    cpu = rep["summary"]["cpu_user_seconds"] + rep["summary"]["cpu_system_seconds"]
+    assert eff["CPU efficiency (CPU time / (cores x wall))"] == pytest.approx(
+        100 * cpu / (4 * rep["summary"]["wall_seconds"]), abs=0.01)
+    mem = {m["name"]: m["value"] for m in rep["memory"]}
+    assert mem["footprint peak"] >= 96 << 20 and mem["requested"] == 2 * GIB
+    assert "kernel peak (cgroup)" in mem or rep["summary"]["method"] == "procfs"
+    assert {a["rule"] for a in rep["advice"]} >= {"cpu_underused", "short_job"}
+    assert rep["scheduler"] is None   # a `jobmon run` job
+    # CSV: the same figures, one row each
+    c = jobmon("query", job, "--csv", f"--store={store}", env=env)
+    rows = list(csv.DictReader(io.StringIO(c.stdout)))
+    by = {(r["section"], r["name"]): r["value"] for r in rows}
+    assert float(by["efficiency", "cores allocated"]) == 4
+    assert int(by["memory", "footprint peak"]) == mem["footprint peak"]
+    assert {r["name"] for r in rows if r["section"] == "advice"} == \
+        {a["rule"] for a in rep["advice"]}
+    # the terminal: 80 columns, the job id whole on one line
+    t = jobmon("query", job, f"--store={store}", env=env)
+    assert t.returncode == 0, t.stderr
+    lines = t.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80, max(lines, key=len)
+    assert any(job in x for x in lines)
+    assert "memory: every definition" in t.stdout and "ask for 1 core" in t.stdout
+
+
+def test_the_list_and_group_tables_never_cut_a_job_id(local_job):
+    job, store, env = local_job
+    lst = jobmon("list", f"--store={store}", env=env)
+    assert lst.returncode == 0
+    assert any(job in x for x in lst.stdout.splitlines()), lst.stdout
+    assert "…" not in lst.stdout
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="the wrapper runs as the job's user")
+def test_htcondor_job_beside_its_history(tmp_path):
+    """A job run through the HTCondor wrapper as 4711.0, queried with the site's history
+    file configured: HTCondor's own figures, the memory it recorded beside jobmon's, and
+    the differences with their reasons."""
+    from test_condor_wrapper import Starter
+    history = fixture("htcondor", "history")
+    st = Starter(site=f'[condor]\nhistory = "{history}"\n', ClusterId="4711", ProcId="0",
+                 RequestCpus="4", RequestMemory="2048")
+    code = "import time\nx = b'1' * (64 << 20)\nt = time.time()\nwhile time.time() - t < 0.5: pass"
+    rc, _out, err = st.run(py(code))
+    assert rc == 0, err
+    env = dict(os.environ, JOBMON_CONFIG=st.config, COLUMNS="80")
+    env.pop("JOBMON_STORE", None)
+    q = jobmon("query", "4711.0", "--json", f"--store={st.store}", env=env)
+    assert q.returncode == 0, q.stderr
+    rep = json.loads(q.stdout)
+    assert rep["job"]["scheduler"] == "htcondor"
+    assert rep["summary"]["cores_requested"] == 4
+    sch = rep["scheduler"]
+    assert sch["name"] == "HTCondor" and sch["note"] is None, sch
+    figures = {n: v for n, v, _u in sch["figures"]}
+    assert figures["CPU user + system"] > 3000   # the history's run, not this one
+    assert any(d["field"] == "cpu_seconds" and d["reason"] for d in sch["differences"])
+    assert "HTCondor MemoryUsage" in {m["name"] for m in rep["memory"]}
+    t = jobmon("query", "4711.0", f"--store={st.store}", env=env)
+    assert "HTCondor recorded" in t.stdout and max(map(len, t.stdout.splitlines())) <= 80
+    # without a source: a note says what to configure, the report goes on
+    (tmp_path / "empty.toml").write_text("")
+    q = jobmon("query", "4711.0", "--json", f"--store={st.store}",
+               env=dict(env, JOBMON_CONFIG=str(tmp_path / "empty.toml")))
+    sch = json.loads(q.stdout)["scheduler"]
+    assert q.returncode == 0 and "no HTCondor accounting source" in sch["note"]
