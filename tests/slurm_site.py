@@ -107,7 +107,10 @@ class JobmonSite:
         """{job value: [Record]} of everything in the spool now (one per job run)."""
         out = {}
         for path in self.spool_files():
-            rec = Record.read(path)
+            try:
+                rec = Record.read(path)
+            except FileNotFoundError:   # gone since the listing (a sampler's end reservation)
+                continue
             if rec.job is not None:
                 out.setdefault(rec.job, []).append(rec)
         return out
