@@ -28,11 +28,9 @@ def open_store(store: Optional[str]):
 
 
 def argv_text(value):
-    """An argument as the writer stores it: bytes that were not UTF-8 (kept by Python as
-    lone surrogates) become U+FFFD, as `jobmon run` does with --job-id and --tag."""
-    if value is None:
-        return None
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """An argument as the writer stores it (jobmon.runner.argv_text); None stays None."""
+    from ..runner import argv_text as stored
+    return None if value is None else stored(value)
 
 
 class FriendlyStore:
