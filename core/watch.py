@@ -29,7 +29,10 @@ LOOK = 0.1               # seconds between looks for new steps (one directory li
 class Options:
     interval = 10.0          # seconds between samples
     cgroup_wait = 300.0      # seconds to wait for the job's cgroup to appear
-    refine_wait = 5.0        # seconds to wait for a process that names the job
+    # seconds to wait for a process that names the job: a batch step may start well
+    # after the job's cgroup appears (other Prologs, a loaded node); the figures are read
+    # meanwhile, only the live series starts later
+    refine_wait = 30.0
     end_wait = 0.0           # after the job ended: seconds to wait to be told its status
     rerun_wait = 0.0         # then: seconds to wait for its next run (a requeue)
     record_unseen = True     # a job whose cgroup never appears gets a record saying so

@@ -45,7 +45,9 @@ def v2():
            WORKLOADS.items()}          # the fork storm: 150 children (each ~60 ms here)
     step = "import time\nwhile time.process_time() < 0.3: pass"
     ids["steps"] = c.submit(f'srun /usr/bin/python3 -c "{step}"\nsrun /bin/true\n')
-    ids["array"] = c.submit("sleep 1\n", array="0-1")
+    # long enough for an emulated sampler to see a task's shell: a task over before its
+    # sampler reads one is recorded under its raw id (docs/slurm.md, Limits)
+    ids["array"] = c.submit("sleep 5\n", array="0-1")
     ids["true"] = c.submit("true\n")
     done = {}
     try:
