@@ -10,7 +10,6 @@ Canonical units (OSG, "Accounting of provisioned resources on OSG pool"): 1 CPU 
 read as GiB (HTCondor's and Slurm's MB are MiB; a 2048 MB-per-core slot is 1 unit per core).
 """
 import os
-import signal as _signal
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -131,8 +130,9 @@ def exit_outcome(exit_code, signal):
     """(outcome, reason) from a run's exit status alone: exit 0 is goodput, anything else
     badput; None outcome without a status (still running, or lost)."""
     if signal:
+        import signal as signals    # only here: its enum costs every job's start ~3 ms
         try:
-            name = _signal.Signals(signal).name
+            name = signals.Signals(signal).name
         except ValueError:
             name = f"signal {signal}"
         return "badput", f"killed by {name}"

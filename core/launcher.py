@@ -13,9 +13,12 @@ import ctypes
 import errno
 import os
 import resource
-import signal
 import struct
 import sys
+
+# the signal module's functions without its enum wrappers (int in, int out): importing
+# enum would cost every job ~3 ms of CPU at its start
+import _signal as signal
 
 # synchronous faults keep their default action; SIGKILL/SIGSTOP cannot be caught
 _NOT_FORWARDED = {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGSEGV, signal.SIGBUS,

@@ -220,9 +220,8 @@ def finish(job, sup, cg, args):
 
 
 def write_json(path, obj):
-    import json
+    from .jsontext import dumps
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
+        f.write(dumps(obj, indent=1) + "\n")
     os.replace(tmp, path)

@@ -26,6 +26,8 @@ fi
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
+# pip >= 25.1 writes console scripts that do not import re: ~10 ms less CPU per job
+.venv/bin/pip install -q --disable-pip-version-check 'pip>=25.1'
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
 # an unprivileged user for the procfs-mode and multi-user tests
 id jobmon-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobmon-test
