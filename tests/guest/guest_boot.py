@@ -30,6 +30,26 @@ GUEST_PYTEST_LIMIT = LIMIT - 90   # inside: leaves time to boot and to write the
 last_run = None              # the GuestRun of this session, for the terminal summary
 
 
+def in_guest():
+    """True inside a guest this module booted: root, the flag set, pure cgroup v2."""
+    if not os.environ.get(FLAG) or os.geteuid() != 0:
+        return False
+    with open("/proc/self/mountinfo") as f:
+        fstypes = {line.partition(" - ")[2].split(" ")[0] for line in f}
+    return "cgroup2" in fstypes and "cgroup" not in fstypes
+
+
+def skip_outside_guest(items, directory, booted_by):
+    """Guest-side tests collected on the host are skipped, never run there."""
+    import pytest
+    if in_guest():
+        return
+    skip = pytest.mark.skip(reason=f"runs only in the cgroup v2 guest ({booted_by})")
+    for item in items:
+        if str(item.path).startswith(directory + os.sep):
+            item.add_marker(skip)
+
+
 def kernel_image():
     """The newest kernel image in /boot (a Debian linux-image package), or None."""
     images = glob.glob("/boot/vmlinuz-*")
