@@ -9,6 +9,8 @@ nodes; the wrapper is in it too. jobmon reads the kernel's totals once the job's
 process has been reaped, and its resident peak includes the kernel's high-water marks,
 so a spike between two samples still counts.
 """
+from . import disagreement, status_text, total
+
 MiB = 1 << 20
 WRAPPER_RSS = 15 * MiB   # the wrapper's own resident memory, inside HTCondor's figure
 
@@ -51,44 +53,35 @@ def compare(summary, record):
         mine = (summary.get("exit_code"), summary.get("signal"))
         theirs = (record.exit_code, record.signal)
         if mine != theirs:
-            out.append(_row("exit", "", _status(*mine), _status(*theirs), None, REASONS["exit"]))
-    j = _sum(summary.get("cpu_user_seconds"), summary.get("cpu_system_seconds"))
-    c = _sum(record.cpu_user_seconds, record.cpu_system_seconds)
+            out.append(_row("exit", "", status_text(*mine), status_text(*theirs), REASONS["exit"]))
+    j = total(summary.get("cpu_user_seconds"), summary.get("cpu_system_seconds"))
+    c = total(record.cpu_user_seconds, record.cpu_system_seconds)
     if j is not None and c is not None:
         expected = j + (summary.get("monitor_cpu_seconds") or 0)
         tol = max(1.5, 0.02 * expected)   # two figures in whole seconds
         if c < expected - tol:
-            out.append(_row("cpu_seconds", "s", j, c, c - j, REASONS["cpu_low"].format(method=method)))
+            out.append(_row("cpu_seconds", "s", j, c, REASONS["cpu_low"].format(method=method)))
         elif c > expected + tol:
-            out.append(_row("cpu_seconds", "s", j, c, c - j, REASONS["cpu_high"].format(method=method)))
+            out.append(_row("cpu_seconds", "s", j, c, REASONS["cpu_high"].format(method=method)))
     j, c = summary.get("rss_peak_bytes"), record.memory_usage_bytes
     if j and c is not None:
         tol = max(8 * MiB, 0.1 * j)
         if c < j - tol:
-            out.append(_row("memory_bytes", "bytes", j, c, c - j, REASONS["mem_low"]))
+            out.append(_row("memory_bytes", "bytes", j, c, REASONS["mem_low"]))
         elif c > j + WRAPPER_RSS + tol:
             charged = summary.get("mem_peak_bytes")
-            out.append(_row("memory_bytes", "bytes", j, c, c - j, REASONS["mem_high"].format(
+            out.append(_row("memory_bytes", "bytes", j, c, REASONS["mem_high"].format(
                 charged=f"{charged / MiB:.0f} MiB" if charged else "not measured (procfs)")))
     j = summary.get("wall_seconds")
     c = record.execute_seconds if record.execute_seconds is not None else record.wall_seconds
     if j is not None and c is not None:
         tol = max(2.0, 0.02 * j)
         if c > j + tol:
-            out.append(_row("wall_seconds", "s", j, c, c - j, REASONS["wall_high"]))
+            out.append(_row("wall_seconds", "s", j, c, REASONS["wall_high"]))
         elif c < j - tol:
-            out.append(_row("wall_seconds", "s", j, c, c - j, REASONS["wall_low"]))
+            out.append(_row("wall_seconds", "s", j, c, REASONS["wall_low"]))
     return out
 
 
-def _row(field, unit, jobmon, htcondor, difference, reason):
-    return {"field": field, "unit": unit, "jobmon": jobmon, "htcondor": htcondor,
-            "difference": difference, "reason": reason}
-
-
-def _sum(a, b):
-    return None if a is None or b is None else a + b
-
-
-def _status(code, sig):
-    return f"signal {sig}" if sig is not None else f"exit {code}"
+def _row(field, unit, jobmon, htcondor, reason):
+    return disagreement("htcondor", field, unit, jobmon, htcondor, reason)

@@ -16,6 +16,8 @@ How each measures (DESIGN §4, measured on Slurm 22.05 here):
 - Exit: a cancelled job's Epilog gets status 0 (jobmon takes the Epilog's), sacct says
   CANCELLED; 22.05's JSON loses plain exit codes (sacct.py reads them from the text).
 """
+from . import disagreement, status_text, total
+
 MiB = 1 << 20
 
 REASONS = {
@@ -50,7 +52,7 @@ def compare(summary, record):
     beyond what their ways of measuring explain. [] when they agree."""
     out = []
     method = summary.get("method") or ""
-    j = _sum(summary.get("cpu_user_seconds"), summary.get("cpu_system_seconds"))
+    j = total(summary.get("cpu_user_seconds"), summary.get("cpu_system_seconds"))
     c = record.cpu_seconds
     if j is not None and c is not None:
         tol = max(0.1, 0.02 * j)      # sacct keeps milliseconds; its polls, some more
@@ -68,7 +70,7 @@ def compare(summary, record):
     theirs = (record.exit_code, record.signal)
     if mine != (None, None) and theirs != (None, None) and mine != theirs:
         why = REASONS["exit_cancelled"] if record.state == "CANCELLED" else REASONS["exit"]
-        out.append(_row("exit", "", _status(*mine), _status(*theirs), why))
+        out.append(_row("exit", "", status_text(*mine), status_text(*theirs), why))
     j, c = summary.get("wall_seconds"), record.elapsed_seconds
     if j is not None and c is not None and abs(j - c) > max(2.0, 0.05 * j):
         out.append(_row("wall_seconds", "s", j, c, REASONS["wall"]))
@@ -101,15 +103,4 @@ def _memory(summary, record, method):
 
 
 def _row(field, unit, jobmon, slurm, reason):
-    diff = slurm - jobmon if isinstance(jobmon, (int, float)) and \
-        isinstance(slurm, (int, float)) else None
-    return {"field": field, "unit": unit, "jobmon": jobmon, "slurm": slurm,
-            "difference": diff, "reason": reason}
-
-
-def _sum(a, b):
-    return None if a is None or b is None else a + b
-
-
-def _status(code, sig):
-    return f"signal {sig}" if sig is not None else f"exit {code}"
+    return disagreement("slurm", field, unit, jobmon, slurm, reason)
