@@ -126,16 +126,20 @@ def affinity_cores(pids):
 
 # --- what it used of it ------------------------------------------------------------------
 
+def signal_name(number):
+    """SIGKILL for 9; "signal N" for a number without a name."""
+    import signal    # only here: its enum would cost every job's start ~3 ms
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def exit_outcome(exit_code, signal):
     """(outcome, reason) from a run's exit status alone: exit 0 is goodput, anything else
     badput; None outcome without a status (still running, or lost)."""
     if signal:
-        import signal as signals    # only here: its enum costs every job's start ~3 ms
-        try:
-            name = signals.Signals(signal).name
-        except ValueError:
-            name = f"signal {signal}"
-        return "badput", f"killed by {name}"
+        return "badput", f"killed by {signal_name(signal)}"
     if exit_code is None:
         return None, "no exit status recorded"
     if exit_code == 0:

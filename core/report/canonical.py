@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 # the unit arithmetic is the summary's too (written inside the job at its end)
 from ..efficiency import (CANONICAL_MEMORY_BYTES, GIB, limited_by, number,  # noqa: F401,E402
-                          whole_units)
+                          signal_name, whole_units)
 
 
 @dataclass(frozen=True)
@@ -177,13 +177,6 @@ _SITE_CODES = {6, 11, 17, 18, 19, 21, 23, 24, 27, 38, 39, 40, 41, 42, 45, 48,
 _PREEMPTION_CODES = {1010, 1011, 1013, 1014, 1015, 1016, 1018, 1019, 1029, 1030}
 _FILE_CODES = {7, 8, 9, 10, 12, 13}   # a file or a transfer failed: ENOENT is the job's
 _ENOENT = 2
-
-
-def signal_name(number):
-    try:
-        return _signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def code_cause(code, subcode=None):

@@ -6,6 +6,8 @@ lines in, at most MAX_LINES lines of at most MAX_COLUMNS columns out; advice_for
 jobmon.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
+from ..efficiency import signal_name
+
 GIB, MIB = 1 << 30, 1 << 20
 MAX_LINES, MAX_COLUMNS = 8, 80
 PREFIX = "jobmon: "
@@ -38,18 +40,10 @@ def _num(v):
     return f if f == f else None   # NaN: unknown
 
 
-def _signal_name(n):
-    import signal
-    try:
-        return signal.Signals(n).name
-    except ValueError:
-        return f"signal {n}"
-
-
 def ending(s):
     """How the job ended, in a few words."""
     if s.get("signal"):
-        return f"killed by {_signal_name(s['signal'])}"
+        return f"killed by {signal_name(s['signal'])}"
     if s.get("exit_code") is not None:
         return f"exit code {s['exit_code']}"
     return "ended (exit status unknown)"
