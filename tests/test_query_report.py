@@ -147,3 +147,24 @@ def test_htcondor_job_beside_its_history(tmp_path):
                env=dict(env, JOBMON_CONFIG=str(tmp_path / "empty.toml")))
     sch = json.loads(q.stdout)["scheduler"]
     assert q.returncode == 0 and "no HTCondor accounting source" in sch["note"]
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="the wrapper runs as the job's user")
+def test_htcondor_record_decides_the_outcome_jobmon_cannot_know():
+    """jobmon sees only a SIGTERM from outside (cause unknown); the history says the run
+    was removed with condor_rm: the report's outcome is the user's removal."""
+    from test_condor_wrapper import Starter
+    history = fixture("htcondor", "history")
+    st = Starter(site=f'[condor]\nhistory = "{history}"\n', ClusterId="4711", ProcId="1")
+    rc, _out, err = st.run(py("import os, signal; os.kill(os.getpid(), signal.SIGTERM)"))
+    assert rc == -15, err
+    env = dict(os.environ, JOBMON_CONFIG=st.config)
+    env.pop("JOBMON_STORE", None)
+    q = jobmon("query", "4711.1", "--json", f"--store={st.store}", env=env)
+    assert q.returncode == 0, q.stderr
+    rep = json.loads(q.stdout)
+    assert rep["summary"]["outcome_reason"].startswith("killed by SIGTERM")
+    outcome = {e["name"]: e["value"] for e in rep["efficiency"]}["outcome"]
+    assert outcome == "badput: removed (condor_rm or a removal policy): " \
+                      "via condor_rm (by user alice)"

@@ -4,6 +4,7 @@ Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
 from ..summary import Fold
 from ..advice import advise
+from . import canonical
 from .job_efficiency import efficiency_of
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
@@ -86,6 +87,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
     if many:
         samples.sort(key=lambda x: x["time"])
     eff = _efficiency(s, first.get("tags") or {}, scheduler, len(run.records))
+    eff = _scheduler_outcome(eff, s, (scheduler or {}).get("end"), run.label)
     totals = [
         ("wall time", wall, "s"),
         ("CPU user", s.get("cpu_user_seconds"), "s"),
@@ -147,6 +149,20 @@ def _efficiency(s, tags, scheduler, nodes):
         if filled.get(k) is None:
             filled[k] = v
     return efficiency_of(filled, tags)
+
+
+def _scheduler_outcome(eff, s, end, label):
+    """The run's outcome with the scheduler's record of it: a hold, removal, eviction,
+    cancellation or time limit (and HTCondor's hold and vacate codes) says more than the
+    exit status jobmon saw. While the scheduler still has the run in flight, or without
+    a record, jobmon's own outcome stands."""
+    if not end or not eff:
+        return eff
+    run = int(label) if str(label or "").isdigit() else None
+    c = canonical.classify(canonical.run_end(s, end, run=run))
+    if c.outcome == canonical.UNKNOWN:
+        return eff
+    return dict(eff, outcome=c.outcome, outcome_reason=c.reason)
 
 
 def efficiency_rows(e):
