@@ -7,6 +7,7 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
+from . import toml_subset
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
 
@@ -159,6 +160,8 @@ def load(explicit=None, env=None):
     except OSError as e:
         raise ConfigError(f"{path}: {e.strerror}")
     if text is not None:
+        raw = toml_subset.parse(text)
+    if raw is None:
         try:
             raw = _toml().loads(text)
         except _toml().TOMLDecodeError as e:   # its message carries "(at line L, column C)"
@@ -222,8 +225,8 @@ def _check_shipping(values, path, text):
 
 
 def _toml():
-    """tomllib, imported when a file is read: it costs more CPU than all the rest of a job
-    wrapper's start-up, and a wrapper needs the configuration only after the job started."""
+    """tomllib, imported only for a file toml_subset does not read: it costs more CPU than
+    all the rest of a job wrapper's start-up."""
     try:
         import tomllib
     except ImportError:  # Python < 3.11

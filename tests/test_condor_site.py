@@ -13,6 +13,7 @@ import pytest
 
 from helpers import PYTHON, needs_test_user, root
 from test_condor_wrapper import FAST, WRAPPER, Starter, one_record, py
+from test_layout import PER_JOB_AVOIDS
 
 pytestmark = [root, needs_test_user]
 
@@ -193,3 +194,4 @@ def test_wrapper_loads_only_the_standard_library(starter):
                and not m.startswith("_")}
     assert foreign <= {"tomli"}, foreign
     assert "jobmon" in mods
+    assert not mods & set(PER_JOB_AVOIDS), mods & set(PER_JOB_AVOIDS)   # as `jobmon run`

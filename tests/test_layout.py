@@ -115,12 +115,19 @@ main(sys.argv[1:])
 """
 
 
-def test_per_job_path_does_without_costly_standard_modules(tmp_path):
-    """`jobmon run` with the embedded store and a summary file imports none of them."""
+@pytest.mark.parametrize("site_file", [False, True])
+def test_per_job_path_does_without_costly_standard_modules(tmp_path, site_file):
+    """`jobmon run` with the embedded store and a summary file imports none of them, with
+    or without a site configuration file (read without tomllib)."""
     argv = ["run", f"--store={tmp_path / 'jobs.db'}", f"--summary={tmp_path / 's.json'}",
             "--interval=0.05", "--tag", "x=1", "--", "sleep", "0.2"]
+    env = dict(os.environ)
+    if site_file:
+        env["JOBMON_CONFIG"] = str(tmp_path / "jobmon.toml")
+        with open(env["JOBMON_CONFIG"], "w") as f:
+            f.write('[store]\nkind = "local"   # the default\n\n[procs]\nevery_seconds = 30.0\n')
     r = subprocess.run([PYTHON, "-c", f"AVOID = {PER_JOB_AVOIDS!r}\n{DRIVER}"] + argv,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]", r.stdout
     assert (tmp_path / "s.json").stat().st_size > 0
