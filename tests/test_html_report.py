@@ -41,6 +41,7 @@ with open(path, "wb") as f:
     for _ in range(48):
         f.write(os.urandom(1 << 20))
     f.flush(); os.fsync(f.fileno())
+time.sleep(0.3)   # the read's rate apart from the write's: same values would hide its line
 fd = os.open(path, os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 while os.read(fd, 1 << 20):

@@ -3,8 +3,6 @@ it boots (the root hands out no controllers) and in one shaped like a systemd ho
 caller in a login session scope that holds processes)."""
 import os
 
-import pytest
-
 import jobrun
 import tree
 from jobrun import check_tree, run_tree
@@ -68,10 +66,6 @@ def test_procs_max_from_pids_peak(raw_guest):
     assert r.summary["procs_max"] == 8, r.summary
 
 
-@pytest.mark.xfail(reason="a zombie is a task in pids.current but not in cgroup.procs, so a "
-                   "sample that sees one takes the job for multi-threaded and pids.peak is "
-                   "not used as the process peak: needs the Counter fix in "
-                   "core/probes/cgroup.py (docs/testing.md)", strict=False)
 def test_procs_max_from_pids_peak_with_a_zombie_sampled(raw_guest):
     """The same, but the samples (every second) first see the job with an exited child it
     has not reaped yet."""
