@@ -72,7 +72,11 @@ SUMMARY_FIELDS = (
     ("write_bytes", "bytes", "total bytes written to storage"),
     ("rchar_bytes", "bytes", "total bytes through read()-like system calls"),
     ("wchar_bytes", "bytes", "total bytes through write()-like system calls"),
-    ("procs_max", "count", "most processes alive at once"),
+    ("procs_max", "count", "most processes alive at once: the samples and, where no sample "
+     "saw a multi-threaded process, the cgroup's pids high-water mark (processes that lived "
+     "between samples) or in procfs mode orphans counted at birth. The exec trampoline that "
+     "starts the job inside its cgroup raises that mark to 2 for a moment, so a mark of 2 "
+     "is not used: a job whose second process lived only between samples reads as 1"),
     ("threads_max", "count", "most threads alive at once"),
     ("leftover_procs", "count",
      "processes still running when the command itself exited (daemons, background jobs)"),

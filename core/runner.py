@@ -184,6 +184,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
         session.zero()
     for k, v in (overhead or {}).items():   # the trampoline's CPU is jobmon's
         session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
+    session.trampoline_in_cgroup = bool(overhead) and cg is not None
     return session
 
 

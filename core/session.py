@@ -85,6 +85,9 @@ class Session:
         if t0 is not None:   # the job started before the sampler was set up
             self.sampler.t0 = self.sampler.last_t = t0
         self.limits = None   # what the kernel holds the job to, read while it runs
+        # the exec trampoline started the job from inside its cgroup: for a moment the
+        # cgroup held two tasks, the trampoline and the job's first process
+        self.trampoline_in_cgroup = False
 
     @property
     def probe(self):
@@ -112,6 +115,8 @@ class Session:
         sampler = self.sampler
         sampler.tick(extra=extra, final=True)
         tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
+        if tasks_peak == 2 and self.trampoline_in_cgroup:
+            tasks_peak = None   # that moment, not the job's: the samples say what it had
         s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
         s.update(sampler.fold.totals(tasks_peak))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)

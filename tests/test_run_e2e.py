@@ -237,6 +237,21 @@ def test_processes_counted(tmp_path, mode, interval):
     assert s["procs_max"] <= 6, s
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+def test_one_process_is_one(tmp_path, mode):
+    """A job of one process has a peak of one: the exec trampoline, which starts it from
+    inside its cgroup, is not counted although the pids high-water mark saw it."""
+    _mode_ok(mode)
+    summary = tmp_path / "s.json"
+    r = jobmon_run(MODES[mode] + ["--interval=0.1", f"--summary={summary}"],
+                   ["sleep", "0.3"], store=str(tmp_path / "s.db"))
+    assert r.returncode == 0, r.stderr
+    s = load_json(summary)
+    if s["method"] != mode:
+        pytest.skip(f"{mode} not available here")
+    assert (s["procs_max"], s["threads_max"]) == (1, 1), s
+
+
 def test_no_wait_ends_with_the_command(tmp_path):
     code = ("import os, time\n"
             "if os.fork() == 0:\n"
