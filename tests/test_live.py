@@ -143,12 +143,14 @@ def test_top_and_watch_read_the_running_jobs_spool_files(spool_site):
     spool, env = spool_site
     job = start("4711.0", f"{BURN.format(t=5)} & sleep 5; wait", "--tag=RequestCpus=2", env=env)
     try:
-        def ready():
-            r = jobmon("top", "--once", "--store=none", env=env)
-            return r.stdout if "4711.0" in r.stdout and " 2.0 " in r.stdout else None
-        out = until(ready)
-        line = next(x for x in out.splitlines() if x.startswith("4711.0"))
-        assert line.split()[1] == "root" and int(line.split()[6]) >= 2    # user, procs
+        def ready():   # the job's line comes before its first sample, which may come
+            # before sh started both children: wait for a sample that has them (procs)
+            out = jobmon("top", "--once", "--store=none", env=env).stdout
+            line = next((x for x in out.splitlines() if x.startswith("4711.0")), "")
+            procs = line.split()[6] if len(line.split()) > 6 else ""
+            return line if " 2.0 " in line and procs.isdigit() and int(procs) >= 2 else None
+        line = until(ready)
+        assert line.split()[1] == "root"
         w = until(lambda: (lambda r: r.stdout if "top processes" in r.stdout else None)(
             jobmon("watch", "4711.0", "--once", "--store=none", env=env)))
         assert "cores allocated: 2.0" in w and "sleep" in w
