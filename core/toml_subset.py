@@ -61,10 +61,7 @@ def _value(v):
         if v[0] == '"' and "\\" in s or v.startswith(('"""', "'''")):
             return None, False       # escapes and multi-line strings: tomllib's
         return s, True
-    word, _, rest = v.partition("#")
-    word = word.rstrip(_SPACE)
-    if rest and not v[len(word):].lstrip(_SPACE).startswith("#"):
-        return None, False
+    word = v.partition("#")[0].rstrip(_SPACE)   # a comment may follow
     if word in ("true", "false"):
         return word == "true", True
     return _number(word)
@@ -73,15 +70,12 @@ def _value(v):
 def _number(w):
     """A decimal integer or float as TOML writes them (no underscores, no leading zero,
     no inf or nan: those go to tomllib)."""
-    sign = w[:1] in ("+", "-")
-    body = w[1:] if sign else w
+    body = w[1:] if w[:1] in ("+", "-") else w
     mant, e, exp = body.replace("E", "e").partition("e")
     whole, dot, frac = mant.partition(".")
-    if not _int_digits(whole) or (dot and not _digits(frac)):
+    if not _int_digits(whole) or (dot and not _digits(frac)) or \
+            (e and not _digits(exp[1:] if exp[:1] in ("+", "-") else exp)):
         return None, False
-    if e:
-        if not _digits(exp[1:] if exp[:1] in ("+", "-") else exp):
-            return None, False
     if not dot and not e:
         return int(w), True
     return float(w), True

@@ -147,7 +147,8 @@ def test_top_and_watch_read_the_running_jobs_spool_files(spool_site):
             # before sh started both children: wait for a sample that has them (procs)
             out = jobmon("top", "--once", "--store=none", env=env).stdout
             line = next((x for x in out.splitlines() if x.startswith("4711.0")), "")
-            procs = line.split()[6] if len(line.split()) > 6 else ""
+            cols = line.split()
+            procs = cols[6] if len(cols) > 6 else ""
             return line if " 2.0 " in line and procs.isdigit() and int(procs) >= 2 else None
         line = until(ready)
         assert line.split()[1] == "root"

@@ -87,7 +87,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
     if many:
         samples.sort(key=lambda x: x["time"])
     eff = _efficiency(s, first.get("tags") or {}, scheduler, len(run.records))
-    eff = _scheduler_outcome(eff, s, (scheduler or {}).get("end"), run.label)
+    eff = _scheduler_outcome(eff, s, (scheduler or {}).get("end"))
     totals = [
         ("wall time", wall, "s"),
         ("CPU user", s.get("cpu_user_seconds"), "s"),
@@ -151,15 +151,14 @@ def _efficiency(s, tags, scheduler, nodes):
     return efficiency_of(filled, tags)
 
 
-def _scheduler_outcome(eff, s, end, label):
-    """The run's outcome with the scheduler's record of it: a hold, removal, eviction,
-    cancellation or time limit (and HTCondor's hold and vacate codes) says more than the
-    exit status jobmon saw. While the scheduler still has the run in flight, or without
-    a record, jobmon's own outcome stands."""
+def _scheduler_outcome(eff, s, end):
+    """The run's outcome with the scheduler's record of it (record_of picked the record of
+    this run): a hold, removal, eviction, cancellation or time limit (and HTCondor's hold
+    and vacate codes) says more than the exit status jobmon saw. While the scheduler still
+    has the run in flight, or without a record, jobmon's own outcome stands."""
     if not end or not eff:
         return eff
-    run = int(label) if str(label or "").isdigit() else None
-    c = canonical.classify(canonical.run_end(s, end, run=run))
+    c = canonical.classify(canonical.run_end(s, end))
     if c.outcome == canonical.UNKNOWN:
         return eff
     return dict(eff, outcome=c.outcome, outcome_reason=c.reason)
