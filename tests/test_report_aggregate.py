@@ -164,3 +164,36 @@ def test_the_allocation_cache_keys_on_every_tag_the_allocation_reads():
     from jobmon.report import job_efficiency
     read = set(re.findall(r't\.get\("(\w+)"\)', inspect.getsource(efficiency.allocation)))
     assert read and read <= set(job_efficiency._ALLOCATION_TAGS)
+
+
+def slurm_records(job, user="dana", run="1", host="n1", steps=("batch", "extern"), **summary):
+    """A Slurm job run as the sampler records it: the job's record (its cgroup holds every
+    step) and one record per step (job `<job>.<step>`, tag parent_job)."""
+    tags = {"array_job_id": job.split("_")[0], "request_cpus": "1",
+            "request_memory": "1GiB"} if "_" in job else {"request_cpus": "1"}
+    s = dict({"wall_seconds": 600.0, "cpu_user_seconds": 300.0, "rss_peak_bytes": 100 * MiB},
+             **summary)
+    out = [rec(job, user, s, dict(tags), run=run, host=host, scheduler="slurm")]
+    for step in steps:
+        out.append(rec(f"{job}.{step}", user, dict(s, wall_seconds=590.0),
+                       dict(tags, parent_job=job, step=step), run=run, host=host,
+                       scheduler="slurm"))
+    return out
+
+
+def test_steps_belong_to_their_job_and_nodes_to_their_run():
+    """An array of 6 tasks, each with its batch and extern steps, is 6 job runs (not 18); a
+    two-node job is one run, its nodes' core-hours added up."""
+    from jobmon.report import rightsize
+    records = [r for k in range(6) for r in slurm_records(f"77_{k}")]
+    records += slurm_records("78", host="n1", steps=("batch", "extern", "0"))
+    records += slurm_records("78", host="n2", steps=("extern", "0"), exit_code=1)
+    m = agg.aggregate(records, "user")
+    assert (m["jobs"], m["running"]) == (7, 0)
+    t = m["total"]
+    assert (t["goodput"], t["badput"]) == (6, 1)          # a node's failure fails its run
+    assert t["wall_hours"] == pytest.approx(7 * 600 / 3600)
+    assert t["provisioned_core_hours"] == pytest.approx(8 * 600 / 3600, abs=1e-5)
+    assert t["cpu_efficiency_percent"]["n"] == 7 and t["cpu_efficiency_percent"]["p50"] == 50.0
+    [batch] = rightsize.rightsize(records)
+    assert (batch["name"], batch["tasks"]) == ("77", 6)

@@ -83,7 +83,8 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
 def _step_of(record, job_id):
     """True for a step's record (Slurm's 12345.batch, tag parent_job) that was not asked for
     by name: it belongs to its job's report, not beside it as a job of its own."""
-    return bool((record.get("tags") or {}).get("parent_job")) and record.get("job") != job_id
+    from ..report.runs import is_step
+    return is_step(record) and record.get("job") != job_id
 
 
 def _config():

@@ -2,7 +2,9 @@
 top wasters, suspects, goodput and badput. A model (plain dicts and lists), no rendering.
 
 Input: the records a store's summaries() gives (job dicts with "summary", None while the
-job runs). Each ended record is one job run on one node; its figures come from
+job runs): one per job run per node, and one per Slurm step. Everything here counts job
+runs: a step's record is left out (its job's own record holds its figures), and the
+records of a multi-node run are one run (runs.job_runs). A record's figures come from
 job_efficiency.efficiency_of (stored fields first, else computed from totals and tags).
 
 Read side, standard library only.
@@ -11,6 +13,7 @@ import math
 
 from . import job_efficiency
 from .canonical import BADPUT, GOODPUT
+from .runs import job_runs
 
 GROUP_KEYS = ("user", "group", "account", "site", "pool", "queue", "partition")
 NONE = "(none)"
@@ -139,6 +142,41 @@ class _Group:
                      "mem_efficiency_percent": distribution(self.mem_eff)}, **self.sums)
 
 
+def run_of(records):
+    """(record, summary, figures) of one job run from its nodes' ended records: one node's
+    as they are; several nodes' with their hours and core-hours added up, the wall time
+    and memory efficiency of the longest and the tightest node, CPU efficiency from the
+    added core-hours, badput if any node's was, and each node's suspicions."""
+    if len(records) == 1:
+        rec = records[0]
+        return rec, rec["summary"], job_efficiency.figures_of(rec)
+    figs = [job_efficiency.figures_of(r) for r in records]
+    summaries = [r["summary"] for r in records]
+    s = dict(summaries[0], wall_seconds=max(x.get("wall_seconds") or 0 for x in summaries),
+             samples=sum(x.get("samples") or 0 for x in summaries))
+    f = dict(figs[0])
+    for k in SUMS[1:] + ("cores_allocated", "mem_allocated_bytes", "gpus_allocated"):
+        vals = [x[k] for x in figs if x.get(k) is not None]
+        f[k] = sum(vals) if vals else None
+    used, held = f.get("used_core_hours"), f.get("provisioned_core_hours")
+    f["cpu_efficiency_percent"] = round(100.0 * used / held, 2) if used is not None and held \
+        else None
+    mem = [x["mem_efficiency_percent"] for x in figs if x.get("mem_efficiency_percent") is not None]
+    f["mem_efficiency_percent"] = max(mem) if mem else None
+    worst = next((x for x in figs if x.get("outcome") == BADPUT), None) or \
+        next((x for x in figs if x.get("outcome") != GOODPUT), figs[0])
+    f["outcome"], f["outcome_reason"] = worst.get("outcome"), worst.get("outcome_reason")
+    for k in ("cpu_idle_samples", "gpu_idle_samples"):
+        vals = [x[k] for x in figs if x.get(k) is not None]
+        f[k] = sum(vals) if vals else None
+    f["mem_rising"] = int(any(x.get("mem_rising") for x in figs))
+    rates = [x["mem_growth_bytes_per_hour"] for x in figs if x.get("mem_rising")]
+    f["mem_growth_bytes_per_hour"] = max(rates) if rates else None
+    rec = dict(records[0], host=", ".join(sorted({r.get("host") or "" for r in records})),
+               summary=s)
+    return rec, s, f
+
+
 def aggregate(records, by="user", since=None, until=None, limits=None):
     """The report model of `records` grouped by `by` (GROUP_KEYS). Groups are ordered by
     idle canonical core-hours, then idle GPU-hours, then jobs (most first); top wasters by
@@ -148,12 +186,11 @@ def aggregate(records, by="user", since=None, until=None, limits=None):
     limits = dict(DEFAULTS, **(limits or {}))
     groups, total = {}, _Group("all")
     wasters, suspects, running = [], [], 0
-    for rec in records:
-        s = rec.get("summary")
-        if not s:
+    for run in job_runs(records):
+        if not all(r.get("summary") for r in run):
             running += 1
             continue
-        figures = job_efficiency.figures_of(rec)
+        rec, s, figures = run_of(run)
         why = suspicions(s, figures, limits)
         key = group_key(rec, by)
         g = groups.get(key)

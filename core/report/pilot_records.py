@@ -12,6 +12,7 @@ The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it
 """
 from .canonical import Resources, classify, resources_from_condor, run_end
 from .pilot import CATEGORIES, Payload, Pilot, account
+from .runs import is_step
 
 PILOT_TAG = "pilot"
 # how many of the newest records a store without a tag query is scanned for payloads
@@ -50,11 +51,12 @@ def _end(rec):
 
 
 def payload_records(store, pilot_id, start, end):
-    """Records of the payloads of `pilot_id` that overlap [start, end], oldest first."""
+    """Records of the payloads of `pilot_id` that overlap [start, end], oldest first (a
+    Slurm step is part of its job, no payload of its own)."""
     tagged = getattr(store, "tagged", None)
     recs = tagged(PILOT_TAG, pilot_id) if tagged else store.jobs(SCAN_LIMIT)
     out = [r for r in recs if (r.get("tags") or {}).get(PILOT_TAG) == pilot_id
-           and r.get("job") != pilot_id and (r.get("start_time") or 0) <= end
+           and r.get("job") != pilot_id and not is_step(r) and (r.get("start_time") or 0) <= end
            and (_end(r) is None or _end(r) >= start)]
     return sorted(out, key=lambda r: (r.get("start_time") or 0, str(r.get("job"))))
 

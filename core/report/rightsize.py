@@ -8,7 +8,8 @@ A batch is the jobs one submission made, by one user:
   HTCondor DAG       tag DAGManJobId (the DAG's nodes, where no batch name is set)
   HTCondor cluster   an id 4711.3 (proc 3 of cluster 4711), per schedd
 A task is one job id: its peak is the largest over its runs and nodes, its CPU the most
-cores it kept busy on average in a run.
+cores it kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
+its job's own record holds it.
 
 Read side, standard library only.
 """
@@ -17,6 +18,7 @@ import re
 
 from . import job_efficiency
 from .aggregate import quantile
+from .runs import is_step
 
 MiB, GiB = 1 << 20, 1 << 30
 DEFAULTS = {
@@ -90,7 +92,7 @@ def tasks_of(records):
     for rec in records:
         s = rec.get("summary")
         b = batch_of(rec)
-        if not s or b is None:
+        if not s or b is None or is_step(rec):
             continue
         tasks = out.setdefault((rec.get("user") or "", *b), {})
         t = tasks.setdefault(str(rec.get("job")), {"peak": None, "cores": None, "mem_req": None,

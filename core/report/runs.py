@@ -4,7 +4,9 @@ A store gives one record per job run per host. A job the scheduler ran more than
 (evicted, held and released, requeued) has several runs, told apart by the run the plugin
 recorded (HTCondor's start count, Slurm's restart count); a job with no run recorded
 (`jobmon run`) has one run per record. A multi-node job has one record per node in the
-same run.
+same run. A Slurm job's steps (12345.batch, 12345.0, ...) have records of their own, beside
+the job's: their figures are inside the job's (its cgroup holds every step), so they are
+no runs -- counts, shares and distributions leave them out.
 """
 
 
@@ -30,6 +32,29 @@ class Run:
         return str(self.key) if not isinstance(self.key, tuple) else None
 
 
+def is_step(record):
+    """True for a step's record (Slurm's 12345.batch, 12345_7.0: tag parent_job)."""
+    return bool((record.get("tags") or {}).get("parent_job"))
+
+
+def run_key(record):
+    """What tells a record's run apart: the run the plugin named, by its user (and its pool,
+    where a store holds several); else the record itself (one run per record)."""
+    if record.get("run") is not None:
+        return (str(record["run"]), record.get("user"), record.get("cluster"))
+    return ("record", record.get("host"), record.get("start_time"), record.get("user"))
+
+
+def job_runs(records):
+    """[[record of each node]] of every job run among `records`, steps left out, in the
+    order each run first appears."""
+    runs = {}
+    for r in records:
+        if not is_step(r):
+            runs.setdefault((r.get("job"),) + run_key(r), []).append(r)
+    return list(runs.values())
+
+
 def by_job(records):
     """{job id: [Run, oldest first]}, jobs in the order of their newest record."""
     jobs = {}
@@ -39,10 +64,7 @@ def by_job(records):
     for job, recs in jobs.items():
         runs = {}
         for r in recs:
-            # a run the plugin named; else each record is a run of its own
-            key = (str(r["run"]), r.get("user")) if r.get("run") is not None \
-                else ("record", r.get("host"), r.get("start_time"), r.get("user"))
-            runs.setdefault(key, []).append(r)
+            runs.setdefault(run_key(r), []).append(r)
         ordered = sorted(runs.items(), key=lambda kv: min(x.get("start_time") or 0 for x in kv[1]))
         out[job] = [Run(job, k[0] if k[0] != "record" else k, v) for k, v in ordered]
     return out

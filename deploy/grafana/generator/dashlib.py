@@ -15,6 +15,9 @@ SAMPLE, JOB, SHIPPER = "jobmon_sample", "jobmon_job", "jobmon_shipper"
 # the job's filters as regex matches: a multi-value or "All" (.*) variable, and a job
 # without the tag (an empty value in InfluxQL) still matches "All"
 FILTER_TAGS = ("cluster", "account", "group", "user", "host")
+# job runs only: a Slurm step's summary point (job 12345.batch, 12345_7.0) is inside its
+# job's own (Slurm job ids have no dot; HTCondor's 4711.0 are jobs)
+RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./)"
 
 
 def match(*tags):

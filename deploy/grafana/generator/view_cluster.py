@@ -1,16 +1,17 @@
 """The cluster overview: running jobs, efficiency distributions, idle canonical core-hours
 and GPU-hours by group and by site, top wasters, goodput/badput, and shipper health."""
-from dashlib import (JOB, SAMPLE, SHIPPER, Grid, barchart, dashboard, field_links, filter_vars,
-                     histogram, match, piechart, row, table, table_target, target, timeseries,
-                     unit_override)
+from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard, field_links,
+                     filter_vars, histogram, match, piechart, row, table, table_target, target,
+                     timeseries, unit_override)
 
 CF = match("cluster", "account", "group", "user") + " AND $__timeFilter"
+CJ = CF + " AND " + RUNS   # job points: runs, not their steps
 # shipper points carry host and cluster only (and user, reason on the loss points)
 SF = "\"reason\" = '' AND \"cluster\" =~ /^$cluster$/ AND $__timeFilter"
 
 
 def by(tag, field, alias):
-    return table_target(f'SELECT sum("{field}") AS {alias} FROM "{JOB}" WHERE {CF} '
+    return table_target(f'SELECT sum("{field}") AS {alias} FROM "{JOB}" WHERE {CJ} '
                         f'GROUP BY "{tag}"')
 
 
@@ -25,20 +26,20 @@ def build():
         description="Job runs (per node) that sent a sample in each interval."))
     p.append(piechart(g, "Goodput / badput (core-hours)", [
         target(f'SELECT sum("provisioned_core_hours") AS goodput FROM "{JOB}" '
-               f'WHERE "outcome" = \'goodput\' AND {CF}', fmt="table"),
+               f'WHERE "outcome" = \'goodput\' AND {CJ}', fmt="table"),
         target(f'SELECT sum("provisioned_core_hours") AS badput FROM "{JOB}" '
-               f'WHERE "outcome" = \'badput\' AND {CF}', ref="B", fmt="table")],
+               f'WHERE "outcome" = \'badput\' AND {CJ}', ref="B", fmt="table")],
         w=6, description="Core-hours of jobs that completed vs failed, killed or evicted."))
     p.append(piechart(g, "Goodput / badput (jobs)", [
         target(f'SELECT count("wall_seconds") AS goodput FROM "{JOB}" '
-               f'WHERE "outcome" = \'goodput\' AND {CF}', fmt="table"),
+               f'WHERE "outcome" = \'goodput\' AND {CJ}', fmt="table"),
         target(f'SELECT count("wall_seconds") AS badput FROM "{JOB}" '
-               f'WHERE "outcome" = \'badput\' AND {CF}', ref="B", fmt="table")], w=6))
+               f'WHERE "outcome" = \'badput\' AND {CJ}', ref="B", fmt="table")], w=6))
     p.append(histogram(g, "CPU efficiency of finished jobs", [table_target(
-        f'SELECT "cpu_efficiency_percent" FROM "{JOB}" WHERE {CF}')],
+        f'SELECT "cpu_efficiency_percent" FROM "{JOB}" WHERE {CJ}')],
         description="How many jobs used what share of the cores they were given."))
     p.append(histogram(g, "Memory efficiency of finished jobs", [table_target(
-        f'SELECT "mem_efficiency_percent" FROM "{JOB}" WHERE {CF}')]))
+        f'SELECT "mem_efficiency_percent" FROM "{JOB}" WHERE {CJ}')]))
 
     p.append(row(g, "Idle resources"))
     p.append(barchart(g, "Idle canonical core-hours by group", [
@@ -58,7 +59,7 @@ def build():
         f'sum("idle_core_hours") AS idle_core_hours, sum("idle_gpu_hours") AS idle_gpu_hours, '
         f'count("wall_seconds") AS jobs, mean("cpu_efficiency_percent") AS cpu_efficiency, '
         f'mean("mem_efficiency_percent") AS mem_efficiency '
-        f'FROM "{JOB}" WHERE {CF} GROUP BY "user", "account", "cluster"')], h=9,
+        f'FROM "{JOB}" WHERE {CJ} GROUP BY "user", "account", "cluster"')], h=9,
         sort="idle_canonical_core_hours", decimals=2,
         overrides=[unit_override("cpu_efficiency", "percent"),
                    unit_override("mem_efficiency", "percent"),

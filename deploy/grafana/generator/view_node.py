@@ -1,8 +1,10 @@
 """The node dashboard: every job on one host over time, stacked, and the node's shipper."""
-from dashlib import (JOB, SAMPLE, SHIPPER, Grid, dashboard, field_links, filter_vars, job_link,
+from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, dashboard, field_links, filter_vars,
+                     job_link,
                      row, stat, table, table_target, target, timeseries, unit_override)
 
 H = "\"host\" = '$host' AND \"cluster\" =~ /^$cluster$/ AND $__timeFilter"
+HJ = H + " AND " + RUNS   # job points: runs, not their steps
 PER_JOB = "GROUP BY time($__interval), \"job\", \"run\" fill(none)"
 
 
@@ -32,7 +34,7 @@ def build():
         description="Cores and resident memory used by all monitored jobs on the node."))
     p.append(stat(g, "Allocated to the jobs that started in the range", [target(
         f'SELECT sum("cores_allocated") AS cores, sum("mem_allocated_bytes") AS memory '
-        f'FROM "{JOB}" WHERE {H}', fmt="table")], w=12,
+        f'FROM "{JOB}" WHERE {HJ}', fmt="table")], w=12,
         overrides=[unit_override("memory", "bytes")]))
     p.append(timeseries(g, "Storage writes by job (stacked)", [
         target(f'SELECT non_negative_derivative(last("write_bytes"), 1s) FROM "{SAMPLE}" '
@@ -40,7 +42,7 @@ def build():
     p.append(table(g, "Jobs that started on $host", [table_target(
         f'SELECT "wall_seconds", "cpu_cores_avg", "cores_allocated", "cpu_efficiency_percent", '
         f'"rss_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", "exit_code", '
-        f'"outcome" FROM "{JOB}" WHERE {H} GROUP BY "job", "run", "user"')], h=9,
+        f'"outcome" FROM "{JOB}" WHERE {HJ} GROUP BY "job", "run", "user"')], h=9,
         sort="wall_seconds",
         overrides=[unit_override(n, "bytes") for n in ("rss_peak_bytes", "mem_allocated_bytes")]
         + [unit_override("wall_seconds", "s"),

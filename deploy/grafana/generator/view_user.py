@@ -1,8 +1,10 @@
 """The user dashboard: one user's recent jobs and their efficiency, arrays summarized."""
-from dashlib import (JOB, Grid, dashboard, field_links, filter_vars, job_link, match, row, stat,
+from dashlib import (JOB, RUNS, Grid, dashboard, field_links, filter_vars, job_link, match, row,
+                     stat,
                      table, table_target, target, timeseries, unit_override)
 
-U = "\"user\" = '$user' AND " + match("cluster", "account", "group") + " AND $__timeFilter"
+U = "\"user\" = '$user' AND " + match("cluster", "account", "group") + " AND $__timeFilter" \
+    + " AND " + RUNS   # job runs, not their steps
 JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_efficiency_percent", "rss_peak_bytes", "idle_canonical_core_hours", '
         f'"exit_code", "outcome", "outcome_reason", "tags" FROM "{JOB}" WHERE {U} '
