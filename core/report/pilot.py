@@ -188,7 +188,8 @@ def _split_slice(acct, pilot, running, hours, memory_per_unit):
     if total <= 0:   # GPU-only payloads: share the remainder evenly
         weights, total = [1.0] * len(running), float(len(running))
     for r, w in zip(running, weights):
-        cores = (r.res.cores * scale_cores + remainder * w / total) * hours
+        # w / total first: with a denormal payload (5e-324 cores) remainder * w underflows
+        cores = (r.res.cores * scale_cores + remainder * (w / total)) * hours
         gpus = (r.res.gpus or 0) * scale_gpus * hours
         acct.categories[r.category].add(cores, gpus)
         acct.payloads[r.index].add(cores, gpus)
