@@ -40,6 +40,23 @@ def job_lines(out, ids):
             and line.split()[0] in ids]
 
 
+def figures(out):
+    """{job: {cores, mem, eff}} from `jobmon top`, an id too long for its column on a line
+    of its own with its figures on the next."""
+    lines, got = out.splitlines(), {}
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if len(cells) == 1 and i + 1 < len(lines) and lines[i + 1].startswith(" "):
+            cells += lines[i + 1].split()
+        if len(cells) >= 8:
+            got[cells[0]] = {"cores": cells[2], "mem": cells[4], "eff": cells[5]}
+    return got
+
+
+def percent_of(cell):
+    return float(cell.rstrip("%")) if cell.endswith("%") else float("nan")
+
+
 def test_sparkline_scales_from_zero_to_the_largest_or_given_top():
     assert sparkline([0, 1, 2, 4]) == "▁▃▅█"
     assert sparkline([1, None, 1], hi=4) == "▃ ▃"
@@ -50,17 +67,33 @@ def test_sparkline_scales_from_zero_to_the_largest_or_given_top():
 def test_top_from_the_store_sorts_by_cpu_memory_and_efficiency(tmp_path):
     store = str(tmp_path / "s.db")
     long_id = "pool.example.org#4711.0#1700000000" + "x" * 20
-    jobs = [start("burner", BURN.format(t=12), "--tag=request_cpus=4", store=store),
-            start("holder", HOLD.format(t=12), "--tag=request_cpus=1", store=store),
-            start(long_id, "sleep 12", store=store)]
+    stop = tmp_path / "stop"       # the jobs run until the test has seen what it needs
+    until_stop = f"import os, time\nwhile not os.path.exists({str(stop)!r}): time.sleep(0.1)"
+    burn = f"import os\nwhile not os.path.exists({str(stop)!r}): pass"
+    hold = f"b = bytearray(96 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n{until_stop}"
+    jobs = [start("burner", f"{sys.executable} -c \"{burn}\"", "--tag=request_cpus=4",
+                  store=store),
+            start("holder", f"{sys.executable} -c \"{hold}\"", "--tag=request_cpus=1",
+                  store=store),
+            start(long_id, f"{sys.executable} -c \"{until_stop}\"", store=store)]
     ids = {"burner", "holder", long_id}
     try:
         def ready():
+            # The orders below are defined once the holder sleeps on its memory: its CPU
+            # rate and efficiency then fall below the burner's however busy the machine is
+            # (a starved burner still runs); wait for that state, not for a time.
             out = jobmon("top", "--once", "--spool=none", f"--store={store}").stdout
-            holder = [x.split() for x in out.splitlines() if x.startswith("holder ")]
-            big = holder and holder[0][4].endswith("M") and float(holder[0][4][:-1]) > 90
-            return out if len(job_lines(out, ids)) == 3 and big else None
-        until(ready)
+            if len(job_lines(out, ids)) != 3:
+                return None
+            fig = figures(out)
+            try:
+                big = fig["holder"]["mem"].endswith("M") and float(fig["holder"]["mem"][:-1]) > 90
+                faster = float(fig["burner"]["cores"]) > float(fig["holder"]["cores"])
+                wasteful = percent_of(fig["holder"]["eff"]) < percent_of(fig["burner"]["eff"])
+            except (KeyError, ValueError):     # a job without its first figures yet
+                return None
+            return out if big and faster and wasteful else None
+        until(ready, timeout=60)
         by = {k: jobmon("top", "--once", "--spool=none", f"--store={store}", "--sort", k)
               for k in ("cpu", "mem", "eff")}
         for r in by.values():
@@ -76,8 +109,9 @@ def test_top_from_the_store_sorts_by_cpu_memory_and_efficiency(tmp_path):
                       if line.startswith("burner"))
         assert " 4.0 " in burner and "%" in burner
     finally:
+        stop.touch()
         for p in jobs:
-            p.wait(timeout=30)
+            p.wait(timeout=60)
     out = jobmon("top", "--once", "--spool=none", f"--store={store}").stdout
     assert job_lines(out, ids) == [] and "(no running job found)" in out   # ended
 
