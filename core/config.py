@@ -113,6 +113,11 @@ NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t i
 NOT_NEGATIVE.add(("procs", "top"))
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
 MIN_BATCH_BYTES = 64 << 10
+# a user's share must hold one job: the room kept for its end-of-job record (MAX_LINE_BYTES)
+# and a block for its file; below that every job's reserve would be dropped as it is made
+MIN_SHARE_BYTES = (32 << 10) + 4096
+# paths that must be absolute: a relative one would depend on each job's working directory
+ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"))
 SECRET_KEYS = {"password", "token", "secret"}
 NOT_NEGATIVE -= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
 POSITIVE |= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
@@ -182,6 +187,7 @@ def load(explicit=None, env=None):
                 values[section][key] = _check(section, key, _from_env(env[name], typ, name),
                                               f"environment {name}: ")
     _check_shipping(values, path, text)
+    _check_paths(values, path, text)
     return Config(values, path)
 
 
@@ -211,17 +217,44 @@ def _check_shipping(values, path, text):
     problem = url_problem(url)
     if problem:
         fail("influxdb.url", problem)
+    if sp["max_bytes"] < MIN_SHARE_BYTES:
+        fail("spool.max_bytes", f"must be at least {MIN_SHARE_BYTES} (one job's file and "
+             f"the room kept for its end-of-job record), not {sp['max_bytes']}")
     if sp["max_bytes_per_user"] > sp["max_bytes"]:
         fail("spool.max_bytes_per_user", f"({sp['max_bytes_per_user']}) must not be more "
              f"than spool.max_bytes ({sp['max_bytes']})")
     if not sp["max_bytes_per_user"]:
-        sp["max_bytes_per_user"] = max(sp["max_bytes"] // 4, 1)
+        sp["max_bytes_per_user"] = min(max(sp["max_bytes"] // 4, MIN_SHARE_BYTES),
+                                       sp["max_bytes"])
+    elif sp["max_bytes_per_user"] < MIN_SHARE_BYTES:
+        fail("spool.max_bytes_per_user", f"must be at least {MIN_SHARE_BYTES} (one job's "
+             f"file and the room kept for its end-of-job record, else every job's is "
+             f"dropped as soon as it is made), not {sp['max_bytes_per_user']}")
     if sh["batch_bytes"] < MIN_BATCH_BYTES:
         fail("shipper.batch_bytes", f"must be at least {MIN_BATCH_BYTES} (the longest line "
              f"jobmon writes must fit), not {sh['batch_bytes']}")
     if sh["retry_max_seconds"] < sh["retry_initial_seconds"]:
         fail("shipper.retry_max_seconds", f"({sh['retry_max_seconds']}) must not be less "
              f"than shipper.retry_initial_seconds ({sh['retry_initial_seconds']})")
+
+
+def _check_paths(values, path, text):
+    """Paths must be absolute, and a warnings file's directory must exist (else every
+    warning would be lost without a word)."""
+    for section, key in ABSOLUTE_PATHS:
+        value = values[section][key]
+        if value and not value.startswith("/"):
+            raise ConfigError(f"{_where(path, text, key)}{section}.{key} must be an absolute "
+                              f"path, not {value!r}")
+    warnings = values["slurm"]["warnings"]
+    if warnings not in ("syslog", "none"):
+        where = _where(path, text, "warnings")
+        if not warnings.startswith("/"):
+            raise ConfigError(f"{where}slurm.warnings must be syslog, none or an absolute "
+                              f"path, not {warnings!r}")
+        if not os.path.isdir(os.path.dirname(warnings)):
+            raise ConfigError(f"{where}slurm.warnings: no directory {os.path.dirname(warnings)}"
+                              f" for {warnings} (warnings would be lost)")
 
 
 def _toml():
@@ -309,6 +342,9 @@ def read_secret(path, key):
     finally:
         os.close(fd)
     try:
-        return data.decode().strip()
+        secret = data.decode().strip()
     except UnicodeDecodeError:
         raise ConfigError(f"{key}: {path} is not UTF-8 text")
+    if not secret:   # else the shipper would go on without credentials, refused later
+        raise ConfigError(f"{key}: {path} is empty")
+    return secret

@@ -52,9 +52,9 @@ def test_a_secret_in_the_file_is_refused_with_a_hint(tmp_path):
 def test_environment_overrides_the_file(tmp_path):
     p = write(tmp_path, '[influxdb]\nurl = "http://a:1"\n[shipper]\ngzip = true\n')
     cfg = config.load(env={"JOBMON_CONFIG": p, "JOBMON_INFLUXDB_URL": "http://b:2",
-                           "JOBMON_SHIPPER_GZIP": "false", "JOBMON_SPOOL_MAX_BYTES": "5"})
+                           "JOBMON_SHIPPER_GZIP": "false", "JOBMON_SPOOL_MAX_BYTES": "500000"})
     assert cfg["influxdb"]["url"] == "http://b:2"
-    assert cfg["shipper"]["gzip"] is False and cfg["spool"]["max_bytes"] == 5
+    assert cfg["shipper"]["gzip"] is False and cfg["spool"]["max_bytes"] == 500000
     with pytest.raises(config.ConfigError, match="JOBMON_SPOOL_MAX_BYTES: expected int"):
         config.load(p, env={"JOBMON_SPOOL_MAX_BYTES": "lots"})
 
@@ -88,8 +88,8 @@ def test_config_check_command_reports_a_bad_file(tmp_path):
     ('[shipper]\npoll_seconds = inf\n', r"poll_seconds must be a finite number"),
     ('[spool]\nmax_bytes = 0\n', r":2: spool.max_bytes must be greater than 0"),
     ('[spool]\nmax_bytes = -5\n', r"spool.max_bytes must be greater than 0"),
-    ('[spool]\nmax_bytes = 1000\nmax_bytes_per_user = 2000\n',
-     r":3: spool.max_bytes_per_user \(2000\) must not be more than spool.max_bytes"),
+    ('[spool]\nmax_bytes = 100000\nmax_bytes_per_user = 200000\n',
+     r":3: spool.max_bytes_per_user \(200000\) must not be more than spool.max_bytes"),
     ('[shipper]\nbatch_bytes = 100\n', r":2: shipper.batch_bytes must be at least 65536"),
     ('[influxdb]\nurl = "db.example.org:8086"\n', r":2: influxdb.url must be http://HOST"),
     ('[influxdb]\nurl = "ftp://db"\n', r"influxdb.url must be http://HOST"),
@@ -103,10 +103,16 @@ def test_values_that_cannot_work_are_refused_with_the_key(tmp_path, text, error)
 
 
 def test_each_user_has_a_quarter_of_the_spool_unless_told():
-    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES": "4000"})
-    assert cfg["spool"]["max_bytes_per_user"] == 1000
-    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES_PER_USER": "10"})
-    assert cfg["spool"]["max_bytes_per_user"] == 10
+    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES": "4000000"})
+    assert cfg["spool"]["max_bytes_per_user"] == 1000000
+    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES_PER_USER": "50000"})
+    assert cfg["spool"]["max_bytes_per_user"] == 50000
+    # never less than one job's file and its end-of-job reserve
+    from jobmon.influx.schema import MAX_LINE_BYTES
+    from jobmon.ship.entries import ENTRY_BYTES
+    assert config.MIN_SHARE_BYTES == MAX_LINE_BYTES + ENTRY_BYTES
+    cfg = config.load(env={"JOBMON_CONFIG": "/dev/null", "JOBMON_SPOOL_MAX_BYTES": "40000"})
+    assert cfg["spool"]["max_bytes_per_user"] == config.MIN_SHARE_BYTES
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "not utf-8"])

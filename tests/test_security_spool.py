@@ -1,0 +1,58 @@
+"""A job user is hostile, continued (tests/test_security.py has the first set): what one
+user can do to the spool's filesystem, the database's shards, the end-of-job cards and the
+other users' jobs, played as the unprivileged test users through the real shipper (an
+unprivileged service user) against the real InfluxDB. docs/security.md says what stops
+each attack, and what only a filesystem quota can.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from helpers import JOBMON, needs_test_user
+
+pytestmark = [pytest.mark.root, needs_test_user]
+
+
+# --- config values that cannot work: refused when loaded, naming the key ---
+
+@pytest.mark.parametrize("text, error", [
+    ('[spool]\ndir = "spool"\n', ":2: spool.dir must be an absolute path"),
+    ('[report]\ncard_dir = "cards"\n', ":2: report.card_dir must be an absolute path"),
+    ('[shipper]\nstate_dir = "state"\n', ":2: shipper.state_dir must be an absolute path"),
+    ('[slurm]\nwarnings = "/no/such/dir/jobmon.log"\n',
+     ":2: slurm.warnings: no directory /no/such/dir"),
+    ('[spool]\nmax_bytes_per_user = 20000\n', ":2: spool.max_bytes_per_user must be at least"),
+    ('[spool]\nmax_bytes = 20000\n', ":2: spool.max_bytes must be at least"),
+])
+def test_config_values_that_cannot_work_are_refused_with_the_key(tmp_path, text, error):
+    """A relative spool or card directory (each job's working directory would decide), a
+    warnings file in a directory that does not exist (every warning lost without a word),
+    a per-user share below the room one job keeps for its end-of-job record (each job's
+    reserve dropped as soon as it is made): `jobmon config check` and `jobmon ship` refuse
+    them, naming the key and its line."""
+    path = tmp_path / "jobmon.toml"
+    path.write_text(text)
+    for argv in (["config", "check"], ["ship", "--status"]):
+        r = subprocess.run([JOBMON, *argv, "--config", str(path)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and error in r.stderr, (argv, r.stderr)
+        assert "Traceback" not in r.stderr
+
+
+def test_an_empty_password_file_is_refused_with_the_key(tmp_path):
+    """An empty secret file is a mistake, not "no password": refused by `config check`
+    and by the shipper, naming the key."""
+    secret = tmp_path / "password"
+    secret.write_text("\n")
+    os.chmod(secret, 0o600)
+    path = tmp_path / "jobmon.toml"
+    path.write_text(f'[store]\nkind = "influxdb"\n[influxdb]\nusername = "u"\n'
+                    f'password_file = "{secret}"\n[spool]\ndir = "{tmp_path}/spool"\n'
+                    f'[shipper]\nstate_dir = "{tmp_path}/state"\n')
+    for argv in (["config", "check"], ["ship", "--timeout=1"]):
+        r = subprocess.run([JOBMON, *argv, "--config", str(path)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2, (argv, r.stderr)
+        assert f"influxdb.password_file: {secret} is empty" in r.stderr
