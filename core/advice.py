@@ -6,11 +6,13 @@ jobmon.efficiency, cfg the [report] section -- and returns one line or None.
 """
 import math
 
+from .printable import fixed
+
 GIB = 1 << 30
 
 
 def _gib(n):
-    return f"{n / GIB:.1f} GB" if n < 100 * GIB else f"{n / GIB:.0f} GB"
+    return fixed(n / GIB, ".1f" if n < 100 * GIB else ".0f") + " GB"
 
 
 def _cores_used(s):
@@ -29,7 +31,8 @@ def cpu_underused(s, cfg):
     ask = max(1, math.ceil(used * (1 + cfg["cpu_headroom_percent"] / 100)))
     if ask >= cores:
         return None
-    return (f"used {used:.1f} of the {cores:g} cores it was given ({eff:.0f} %): "
+    return (f"used {fixed(used, '.1f')} of the {cores:g} cores it was given "
+            f"({fixed(eff, '.0f')} %): "
             f"ask for {ask} core{'s' if ask > 1 else ''}")
 
 
@@ -37,7 +40,7 @@ def cpu_oversubscribed(s, cfg):
     """More cores busy than allocated: its threads compete (or it escaped a limit)."""
     cores, used = s.get("cores_allocated"), _cores_used(s)
     if cores and used is not None and used > cores * 1.1:
-        return (f"kept {used:.1f} cores busy on {cores:g} allocated: ask for "
+        return (f"kept {fixed(used, '.1f')} cores busy on {cores:g} allocated: ask for "
                 f"{math.ceil(used)} or cap its threads (OMP_NUM_THREADS and the like)")
     return None
 
@@ -59,7 +62,7 @@ def memory_near_limit(s, cfg):
     if not mem or not peak or 100 * peak / mem < cfg["mem_near_limit_percent"]:
         return None
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
-    return (f"peak {_gib(peak)} is {100 * peak / mem:.0f} % of its {_gib(mem)}: "
+    return (f"peak {_gib(peak)} is {fixed(100 * peak / mem, '.0f')} % of its {_gib(mem)}: "
             f"ask for {_gib(ask)} so it is not killed for memory")
 
 
@@ -85,7 +88,8 @@ def gpu_idle(s, cfg):
     gpus, util = s.get("gpus_allocated"), s.get("gpu_util_avg_percent")
     if not gpus or util is None or util >= cfg["gpu_low_percent"]:
         return None
-    return (f"{gpus} GPU{'s' if gpus > 1 else ''} allocated, {util:.0f} % busy on average: "
+    return (f"{gpus} GPU{'s' if gpus > 1 else ''} allocated, {fixed(util, '.0f')} % busy on "
+            "average: "
             "ask for none, or fewer")
 
 
@@ -94,7 +98,7 @@ def short_job(s, cfg):
     wall = s.get("wall_seconds")
     if wall is None or wall >= cfg["short_job_seconds"] or s.get("outcome") != "goodput":
         return None
-    return f"ran {wall:.0f} s: jobs this short are better grouped into longer ones"
+    return f"ran {fixed(wall, '.0f')} s: jobs this short are better grouped into longer ones"
 
 
 def no_allocation(s, cfg):

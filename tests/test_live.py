@@ -149,7 +149,7 @@ def test_hostile_job_ids_and_commands_cannot_drive_the_terminal(tmp_path):
     evil = "\x1b]0;owned\x07x\x1b[2J"
     job = start(evil, "printf '\\033[2J' >/dev/null; sleep 5", store=store)
     try:
-        out = until(lambda: (lambda s: s if "x?[2J" in s else None)(
+        out = until(lambda: (lambda s: s if "x\u241b[2J" in s else None)(
             jobmon("top", "--once", "--spool=none", f"--store={store}").stdout))
         assert "\x1b" not in out and "\x07" not in out
         w = until(lambda: (lambda r: r.stdout if r.returncode == 0 else None)(

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from ..printable import clean
+
 SORTS = ("cpu", "mem", "eff")
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -184,9 +186,9 @@ def register(app):
         sp, st = sources(spool, store)
         job, jobs, problems = find(job_id, sp, st, samples + 1)
         if job is None:
-            names = ", ".join(sorted({str(j.job) for j in jobs})[:10]) or "none"
+            names = clean(", ".join(sorted({str(j.job) for j in jobs})[:10]) or "none")
             for p in problems:
-                typer.echo(f"jobmon: {p}", err=True)
+                typer.echo(f"jobmon: {clean(p)}", err=True)
             typer.echo(f"jobmon: job {job_id!r} is not running on this node (running: "
                        f"{names}); for finished jobs see `jobmon query`", err=True)
             raise typer.Exit(1)
@@ -197,7 +199,8 @@ def register(app):
             if not state.pop("first", False):
                 job = find(job_id, sp, st, samples + 1)[0]
                 if job is None:
-                    sys.stdout.write(f"job {job_id} has ended (see `jobmon query {job_id}`)\n")
+                    sys.stdout.write(clean(f"job {job_id} has ended (see `jobmon query "
+                                           f"{job_id}`)") + "\n")
                     return None
             return watch_screen(watch_model(job, time.time()))
         loop(draw, once, interval)

@@ -1,7 +1,10 @@
 """`jobmon query` and `jobmon list`: read a store, build a report, render it."""
+import sys
 from typing import Optional
 
 import typer
+
+from ..printable import clean
 
 
 def open_store(store: Optional[str]):
@@ -75,8 +78,9 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
         return [_report(st, runs, None) for runs in jobs.values()], True
     runs = jobs[next(iter(jobs))]
     if not user and len(users) > 1:
-        typer.echo(f"jobmon: job {job_id!r} has runs by users {', '.join(users)}; showing "
-                   f"the latest ({runs[-1].users[0]}); choose one with --user", err=True)
+        typer.echo(f"jobmon: job {job_id!r} has runs by users {clean(', '.join(users))}; "
+                   f"showing the latest ({clean(runs[-1].users[0])}); choose one with --user",
+                   err=True)
     return [_report(st, runs, run, job_id, with_scheduler)], False
 
 
@@ -100,7 +104,7 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
     from ..report import runs as runs_
     chosen = runs_.choose(runs, wanted)
     if chosen is None:
-        labels = ", ".join(r.label or str(i) for i, r in enumerate(runs, 1))
+        labels = clean(", ".join(r.label or str(i) for i, r in enumerate(runs, 1)))
         typer.echo(f"jobmon: job {job_id!r} has no run {wanted!r} (its runs: {labels})",
                    err=True)
         raise typer.Exit(1)
@@ -152,7 +156,7 @@ def register(app):
             typer.echo(to_json(rep))
         elif as_csv:
             from ..render.structured import to_csv
-            typer.echo(to_csv(rep, samples), nl=False)
+            typer.echo(to_csv(rep, samples, sys.stdout.isatty()), nl=False)
         else:
             from ..render.terminal import show
             show(rep)
@@ -165,7 +169,7 @@ def register(app):
             typer.echo(group_to_json(job_id, reports))
         elif as_csv:
             from ..render.structured import group_to_csv
-            typer.echo(group_to_csv(reports, samples), nl=False)
+            typer.echo(group_to_csv(reports, samples, sys.stdout.isatty()), nl=False)
         else:
             from ..render.terminal import show_group
             show_group(job_id, reports)

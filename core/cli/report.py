@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from ..printable import clean
 from .query import find_reports
 
 
@@ -19,7 +20,7 @@ def report_job(job_id, html, store=None, user=None, run=None, scheduler=True):
     from ..render.html import render
     reports, group = find_reports(job_id, store, user, run, scheduler)
     if group:
-        jobs = ", ".join(sorted(str(r["header"]["job"]) for r in reports)[:10])
+        jobs = clean(", ".join(sorted(str(r["header"]["job"]) for r in reports)[:10]))
         more = f" and {len(reports) - 10} more" if len(reports) > 10 else ""
         typer.echo(f"jobmon: {job_id!r} names {len(reports)} jobs ({jobs}{more}); an HTML "
                    "report shows one: give its full id", err=True)

@@ -6,6 +6,7 @@ jobmon.report.rightsize and laid out by jobmon.render.range_report.
 """
 import datetime
 import re
+import sys
 import time
 
 import typer
@@ -69,6 +70,6 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
     if as_json:
         typer.echo(range_report.to_json(model))
     elif as_csv:
-        typer.echo(range_report.to_csv(model), nl=False)
+        typer.echo(range_report.to_csv(model, sys.stdout.isatty()), nl=False)
     else:
         range_report.show(model)

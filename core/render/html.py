@@ -13,6 +13,7 @@ import json
 import string
 from importlib import resources
 
+from ..printable import clean
 from .html_tables import esc, heading, nodes_and_runs, side_panel
 
 MiB = 1 << 20
@@ -135,7 +136,7 @@ def plot_data(rep):
     hosts = []
     for host, smp in by_host.items():
         cols = {f: [_num(s.get(f)) for s in smp] for f in sorted(fields)}
-        hosts.append({"host": host,
+        hosts.append({"host": clean(host),   # shown with textContent: no bidi control
                       "t": [round((s["time"] - t0 * 10**9) / 1e9, 6) for s in smp],
                       "e0": smp[0].get("elapsed_seconds"),
                       "cols": {f: v for f, v in cols.items() if any(x is not None for x in v)}})

@@ -2,11 +2,12 @@
 allocation and efficiency, the scheduler's figures, any other section of the model) and the
 tables below them (nodes, runs). Everything from the job is escaped here. Standard library
 only."""
-import datetime
 import html
 import json
 import shlex
 
+from ..printable import clean
+from . import units
 from .units import human
 
 # model sections laid out by name; any other is shown generically, by its shape
@@ -55,15 +56,13 @@ NODE_COLUMNS = (("cores_allocated", "cores allocated", "cores"),
 
 
 def esc(value):
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text from a job or a store, for the page: cleaned (jobmon.printable), escaped."""
+    return html.escape("" if value is None else clean(value), quote=True)
 
 
 def when(ts, zone=False):
     """Local time of the machine that writes the report (with its UTC offset: zone)."""
-    if not ts:
-        return "–"
-    t = datetime.datetime.fromtimestamp(ts).astimezone()
-    return t.isoformat(" ", "seconds") if zone else t.strftime("%Y-%m-%d %H:%M:%S")
+    return units.when(ts, None if zone else "%Y-%m-%d %H:%M:%S", "–")
 
 
 def heading(rep):

@@ -4,7 +4,8 @@ of the models built in jobmon.cli.live; no terminal library, no colours. A job i
 cut: one too long for its column gets a line of its own.
 """
 import datetime
-import re
+
+from ..printable import clean, fixed
 
 WIDTH = 80
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -12,7 +13,6 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 7, ">"),
                ("EFF", 5, ">"), ("PROCS", 5, ">"), ("AGE", 7, ">"))
 JOB_MIN = 8
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def sparkline(values, width=None, lo=0.0, hi=None):
@@ -42,7 +42,7 @@ def size(n):
     v = float(n)
     for unit in ("B", "K", "M", "G", "T", "P"):
         if abs(v) < 1000 or unit == "P":
-            return f"{v:.0f}{unit}" if unit == "B" or v >= 100 else f"{v:.1f}{unit}"
+            return fixed(v, ".0f" if unit == "B" or v >= 100 else ".1f") + unit
         v /= 1024
     return "-"
 
@@ -62,17 +62,11 @@ def duration(seconds):
 
 
 def number(v, digits=2):
-    return "-" if v is None else f"{v:.{digits}f}"
+    return "-" if v is None else fixed(v, f".{digits}f")
 
 
 def percent(v):
-    return "-" if v is None else f"{v:.0f}%"
-
-
-def clean(text):
-    """Text from a job (ids, commands, names) with control characters shown as '?': a
-    job must not drive the terminal (escape sequences) or break a line."""
-    return _CONTROL.sub("?", str(text))
+    return "-" if v is None else fixed(v, ".0f") + "%"
 
 
 def cut(text, width):

@@ -1,7 +1,9 @@
 """A pilot's partition (the model of jobmon.report.pilot_records) as text, <= 80 columns,
 and as JSON."""
-import datetime
 import json
+
+from ..printable import clean, fixed
+from .units import when
 
 LABELS = {"validation": "validation", "decision_problem": "decision problem",
           "goodput": "goodput", "misconfiguration": "misconfiguration badput",
@@ -16,16 +18,15 @@ def to_json(model):
 
 
 def _when(ts):
-    return "-" if ts is None else \
-        datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    return "-" if ts is None else when(ts)
 
 
 def _gib(b):
-    return "-" if b is None else f"{b / (1 << 30):.1f} GiB"
+    return "-" if b is None else fixed(b / (1 << 30), ".1f") + " GiB"
 
 
 def _pct(part, whole):
-    return f"{100.0 * part / whole:5.1f} %" if whole else "    - "
+    return fixed(100.0 * part / whole, "5.1f") + " %" if whole else "    - "
 
 
 def _unit(model):
@@ -34,15 +35,16 @@ def _unit(model):
 
 
 def _h(x, scale):
-    return f"{x * scale:10.4f}"
+    return f"{fixed(x * scale, '.4f'):>10}"
 
 
 def to_text(model):
     r, prov = model["resources"], model["provisioned"]
     gpus = bool(r.get("gpus")) or prov["gpu_hours"] > 0
-    out = [f"pilot {model['pilot']} on {model.get('host') or '-'} as {model.get('user') or '-'}",
+    out = [f"pilot {clean(model['pilot'])} on {clean(model.get('host') or '-')} as "
+           f"{clean(model.get('user') or '-')}",
            f"ran {_when(model['start'])} .. {_when(model['end'])} "
-           f"({model['wall_seconds']:.1f} s)",
+           f"({fixed(model['wall_seconds'], '.1f')} s)",
            f"held {r['cores']:g} cores, {_gib(r.get('memory_bytes'))}"
            + (f", {r['gpus']:g} GPUs" if gpus else ""),
            f"validation end: {_when(model.get('validated_at'))} "
@@ -57,15 +59,16 @@ def to_text(model):
         out.append(line + (f"  {_h(h['gpu_hours'], scale)}" if gpus else ""))
     ub = model["user_badput"]["core_hours"]
     if ub:
-        out.append(f"  of goodput, runs that failed by the user's doing: {ub * scale:.4f} "
-                   f"core-{unit}")
+        out.append("  of goodput, runs that failed by the user's doing: "
+                   f"{fixed(ub * scale, '.4f')} core-{unit}")
     if not model.get("balanced", True):
-        out.append(f"  unaccounted: {model['unaccounted']['core_hours'] * scale:.6f} core-{unit}")
+        out.append(f"  unaccounted: {fixed(model['unaccounted']['core_hours'] * scale, '.6f')} "
+                   f"core-{unit}")
     out += ["", f"payloads ({len(model['payloads'])}):"]
     for p in model["payloads"]:
-        job = str(p["job"]) + (f" run {p['run']}" if p.get("run") else "")
+        job = clean(str(p["job"]) + (f" run {p['run']}" if p.get("run") else ""))
         out.append(f"  {job}  {p['resources']['cores']:g} cores  "
-                   f"{p['core_hours'] * scale:.4f} core-{unit[0]}  -> "
+                   f"{fixed(p['core_hours'] * scale, '.4f')} core-{unit[0]}  -> "
                    f"{p.get('category') or 'outside'}")
-        out.append(f"    {p['outcome']}: {p['reason']}"[:80])
+        out.append(clean(f"    {p['outcome']}: {p['reason']}")[:80])
     return "\n".join(out) + "\n"

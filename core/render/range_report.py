@@ -5,9 +5,11 @@ Gets the model jobmon.report.aggregate builds (with "batches" from jobmon.report
 never queries.
 """
 import csv
-import datetime
 import io
 import json
+
+from ..printable import clean, fixed
+from .units import when as _when
 
 GiB, MiB = 1 << 30, 1 << 20
 # CSV columns: a group's key and counts, its efficiency quantiles, its sums
@@ -22,8 +24,9 @@ def to_json(model):
     return json.dumps(model, indent=2, sort_keys=True, default=str)
 
 
-def to_csv(model):
-    """One row per group, then the row of all jobs (key "all")."""
+def to_csv(model, for_terminal=False):
+    """One row per group, then the row of all jobs (key "all"); for_terminal: every
+    text cleaned (jobmon.printable)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -33,7 +36,8 @@ def to_csv(model):
             d = g[f"{what}_efficiency_percent"]
             for q in ("p10", "p50", "p90"):
                 row[f"{what}_efficiency_{q}"] = _round(d[q])
-        w.writerow([_round(row.get(c)) for c in CSV_COLUMNS])
+        cells = [_round(row.get(c)) for c in CSV_COLUMNS]
+        w.writerow([clean(c) if for_terminal and isinstance(c, str) else c for c in cells])
     return buf.getvalue()
 
 
@@ -42,28 +46,26 @@ def _round(v):
 
 
 def when(ts):
-    if ts is None:
-        return "…"
-    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    return "…" if ts is None else _when(ts, "%Y-%m-%d %H:%M")
 
 
 def hours(h):
     if h is None:
         return "-"
-    return f"{h:,.0f}" if h >= 1000 else f"{h:.1f}" if h >= 10 else f"{h:.2f}"
+    return fixed(h, ",.0f" if h >= 1000 else ".1f" if h >= 10 else ".2f")
 
 
 def percents(dist):
     """'p10/p50/p90' of a distribution, whole percent; '-' for none."""
     if not dist["n"]:
         return "-"
-    return "/".join(f"{dist[q]:.0f}" for q in ("p10", "p50", "p90"))
+    return "/".join(fixed(dist[q], ".0f") for q in ("p10", "p50", "p90"))
 
 
 def size(nbytes):
     if nbytes is None:
         return "-"
-    return f"{nbytes / GiB:.1f}G" if nbytes >= GiB else f"{nbytes / MiB:.0f}M"
+    return fixed(nbytes / GiB, ".1f") + "G" if nbytes >= GiB else fixed(nbytes / MiB, ".0f") + "M"
 
 
 def allocated(row):
@@ -88,10 +90,10 @@ def show(model, console=None):
 
 
 def _header(model, console):
-    from rich.markup import escape
+    from .terminal import esc
     t = model["total"]
     console.print(f"[bold]{model['jobs']:,} job runs[/bold] started {when(model['since'])} "
-                  f"– {when(model['until'])}, by {escape(model['by'])}")
+                  f"– {when(model['until'])}, by {esc(model['by'])}")
     if model["running"]:
         console.print(f"({model['running']} still running, not counted)")
     if not model["jobs"]:
@@ -113,7 +115,7 @@ def _table(title):
 
 
 def _groups(model, console):
-    from rich.markup import escape
+    from .terminal import esc
     t = _table(f"by {model['by']}: CPU and memory efficiency %% (p10/p50/p90), idle hours"
                .replace("%%", "%"))
     t.add_column(model["by"], overflow="fold")
@@ -125,7 +127,7 @@ def _groups(model, console):
     t.add_column("idle\nGPU-h", justify="right")
     t.add_column("sus-\npects", justify="right")
     for g in model["groups"] + ([model["total"]] if len(model["groups"]) > 1 else []):
-        t.add_row(escape(str(g["key"])), f"{g['jobs']:,}", f"{g['goodput']:,}",
+        t.add_row(esc(g["key"]), f"{g['jobs']:,}", f"{g['goodput']:,}",
                   f"{g['badput']:,}", percents(g["cpu_efficiency_percent"]),
                   percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
                   hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-",
@@ -141,7 +143,7 @@ def _job_column(t, rows):
 
 
 def _wasters(model, console):
-    from rich.markup import escape
+    from .terminal import esc
     rows = model["top_wasters"]
     if not rows:
         return
@@ -153,19 +155,19 @@ def _wasters(model, console):
         t.add_column(name, justify="right", no_wrap=True)
     t.add_column("outcome", overflow="fold")
     for r in rows:
-        t.add_row(escape(r["job"]), escape(str(r["user"])), allocated(r),
+        t.add_row(esc(r["job"]), esc(r["user"]), allocated(r),
                   _pct(r["cpu_efficiency_percent"]), _pct(r["mem_efficiency_percent"]),
                   hours(r["idle_canonical_core_hours"]), hours(r["idle_gpu_hours"]),
-                  escape(r["outcome"] or "-"))
+                  esc(r["outcome"] or "-"))
     console.print(t)
 
 
 def _pct(v):
-    return "-" if v is None else f"{v:.0f}"
+    return "-" if v is None else fixed(v, ".0f")
 
 
 def _suspects(model, console):
-    from rich.markup import escape
+    from .terminal import esc
     rows = model["suspects"]
     if not rows:
         return
@@ -176,25 +178,25 @@ def _suspects(model, console):
     t.add_column("user", overflow="fold")
     t.add_column("why", overflow="fold")
     for r in rows:
-        t.add_row(escape(r["job"]), escape(str(r["user"])), escape("; ".join(r["why"])))
+        t.add_row(esc(r["job"]), esc(r["user"]), esc("; ".join(map(str, r["why"]))))
     console.print(t)
 
 
 def _batches(model, console):
-    from rich.markup import escape
+    from .terminal import esc
     batches = [b for b in model.get("batches") or [] if b["advice"]]
     if not batches:
         return
     console.print("[bold]arrays and batches: right-sizing[/bold]")
     for b in batches:
         pk, cu = b["peak_memory_bytes"], b["cores_used"]
-        console.print(f"{escape(b['kind'])} {escape(b['name'])} of {escape(b['user'])}, "
+        console.print(f"{esc(b['kind'])} {esc(b['name'])} of {esc(b['user'])}, "
                       f"{b['tasks']} tasks", no_wrap=True, overflow="ignore", crop=False)
         if pk["n"]:
             console.print(f"  peak memory p50 {size(pk['p50'])}, p90 {size(pk['p90'])}, "
                           f"max {size(pk['max'])}")
         if cu["n"]:
-            console.print(f"  cores used p50 {cu['p50']:.2f}, p90 {cu['p90']:.2f}, "
-                          f"max {cu['max']:.2f}")
+            console.print(f"  cores used p50 {fixed(cu['p50'])}, p90 {fixed(cu['p90'])}, "
+                          f"max {fixed(cu['max'])}")
         for line in b["advice"]:
-            console.print(f"  → {escape(line)}")
+            console.print(f"  → {esc(line)}")

@@ -5,6 +5,7 @@ import io
 import json
 
 from ..metrics import SAMPLE_COLUMNS
+from ..printable import clean
 
 
 def _doc(rep):
@@ -59,26 +60,23 @@ def _columns(reports):
     return cols
 
 
-def to_csv(rep, samples=False):
-    return group_to_csv([rep], samples)
+def to_csv(rep, samples=False, for_terminal=False):
+    return group_to_csv([rep], samples, for_terminal)
 
 
-def group_to_csv(reports, samples=False):
-    if not samples:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, FIGURE_COLUMNS)
-        w.writeheader()
-        for rep in reports:
-            w.writerows(figure_rows(rep))
-        return buf.getvalue()
-    return samples_csv(reports)
-
-
-def samples_csv(reports):
+def group_to_csv(reports, samples=False, for_terminal=False):
+    """The figures (or the samples) of the reports as CSV; for_terminal: every text
+    cleaned (jobmon.printable), else exactly as stored (for a file or a program)."""
+    if samples:
+        cols, rows = _columns(reports), (dict(x, job=rep["header"]["job"])
+                                         for rep in reports for x in rep["samples"])
+    else:
+        cols, rows = FIGURE_COLUMNS, (row for rep in reports for row in figure_rows(rep))
+    if for_terminal:
+        rows = ({k: clean(v) if isinstance(v, str) else v for k, v in row.items()}
+                for row in rows)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, _columns(reports), extrasaction="ignore")
+    w = csv.DictWriter(buf, cols, extrasaction="ignore")
     w.writeheader()
-    for rep in reports:
-        job = rep["header"]["job"]
-        w.writerows(dict(x, job=job) for x in rep["samples"])
+    w.writerows(rows)
     return buf.getvalue()

@@ -1,35 +1,41 @@
 """The terminal report (rich): header, totals and peaks, and a sample table."""
-import datetime
-
 from rich.console import Console
 from rich.table import Table
 from rich.markup import escape
 
-from .units import human
+from ..printable import clean, fixed
+from . import units
 
 
-def when(ts):
-    if not ts:
-        return "-"
-    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+def esc(value):
+    """Text from a job or a store, for rich markup: cleaned (jobmon.printable), escaped."""
+    return escape(clean(value))
+
+
+def human(value, unit=""):
+    return escape(units.human(value, unit))
+
+
+when = units.when
 
 
 def show(rep, console=None):
     console = console or Console()
     h = rep["header"]
-    run = f" run {escape(h['run'])}" if h.get("run") and len(rep["runs"]) > 1 else ""
-    console.print(f"[bold]job {escape(str(h['job']))}[/bold]{run} on {escape(str(h['host']))} "
-                  f"as {escape(str(h['user']))} — {escape(h['status'])} — measured by {h['method']}")
+    run = f" run {esc(h['run'])}" if h.get("run") and len(rep["runs"]) > 1 else ""
+    console.print(f"[bold]job {esc(h['job'])}[/bold]{run} on {esc(h['host'])} "
+                  f"as {esc(h['user'])} — {esc(h['status'])} — measured by {esc(h['method'])}")
     console.print(f"started {when(h['start_time'])}, ended {when(h['end_time'])}"
-                  + (f"; command: {escape(' '.join(h['command']))}" if h.get("command") else ""))
+                  + (f"; command: {esc(' '.join(map(str, h['command'])))}"
+                     if h.get("command") else ""))
     if h["tags"]:
-        console.print("tags: " + ", ".join(f"{escape(k)}={escape(str(v))}" for k, v in h["tags"].items()))
+        console.print("tags: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in h["tags"].items()))
     _pairs(console, "efficiency", rep.get("efficiency") or ())
     show_memory(rep.get("memory") or (), console)
     if rep.get("advice"):
         console.print("[bold]advice[/bold]")
         for a in rep["advice"]:
-            console.print(f"  - {escape(a['text'])}  [dim]({a['rule']})[/dim]")
+            console.print(f"  - {esc(a['text'])}  [dim]({a['rule']})[/dim]")
     if rep.get("scheduler"):
         show_scheduler(rep["scheduler"], console)
     _pairs(console, "totals and peaks", rep["totals"])
@@ -41,8 +47,8 @@ def show(rep, console=None):
             ht.add_column(col, justify="right" if col != "host" else "left")
         for x in rep["hosts"]:
             cpu = (x.get("cpu_user_seconds") or 0) + (x.get("cpu_system_seconds") or 0)
-            ht.add_row(escape(str(x["host"])), _short_status(x), human(x.get("wall_seconds"), "s"),
-                       f"{cpu:.2f}", human(x.get("rss_peak_bytes"), "bytes"))
+            ht.add_row(esc(x["host"]), _short_status(x), human(x.get("wall_seconds"), "s"),
+                       fixed(cpu), human(x.get("rss_peak_bytes"), "bytes"))
         console.print(ht)
     samples = rep["samples"]
     if samples:
@@ -55,11 +61,12 @@ def show(rep, console=None):
         for col in ("t (s)", "CPU cores", "CPU total s", "resident", "cache", "read", "written", "procs"):
             st.add_column(col, justify="right")
         for x in rows:
-            st.add_row(f"{x.get('elapsed_seconds', 0):.1f}", human(x.get("cpu_cores"), "cores"),
+            st.add_row(fixed(x.get("elapsed_seconds", 0), ".1f"),
+                       human(x.get("cpu_cores"), "cores"),
                        human((x.get("cpu_user_seconds") or 0) + (x.get("cpu_system_seconds") or 0), "s"),
                        human(x.get("mem_resident_bytes"), "bytes"), human(x.get("mem_cache_bytes"), "bytes"),
                        human(x.get("read_bytes"), "bytes"), human(x.get("write_bytes"), "bytes"),
-                       str(x.get("procs", "-")))
+                       esc(x.get("procs", "-")))
         console.print(st)
 
 
@@ -70,7 +77,7 @@ def _pairs(console, title, rows):
     t.add_column(style="bold", overflow="fold")
     t.add_column(justify="right", overflow="fold")
     for name, value, unit in rows:
-        t.add_row(escape(name), escape(human(value, unit)) if unit else escape(str(value)))
+        t.add_row(esc(name), human(value, unit) if unit else esc(value))
     console.print(t)
 
 
@@ -83,22 +90,22 @@ def show_memory(rows, console):
     t.add_column("value", justify="right", no_wrap=True)
     t.add_column("meaning", overflow="fold", ratio=1)
     for r in rows:
-        t.add_row(escape(r["name"]), human(r["value"], "bytes"), escape(r["meaning"]))
+        t.add_row(esc(r["name"]), human(r["value"], "bytes"), esc(r["meaning"]))
     console.print(t)
 
 
 def show_scheduler(sch, console):
     """What HTCondor or Slurm recorded, and where it disagrees with jobmon, and why."""
     if sch.get("note"):
-        console.print(f"[bold]{escape(sch['name'])}[/bold]: {escape(sch['note'])}")
+        console.print(f"[bold]{esc(sch['name'])}[/bold]: {esc(sch['note'])}")
         return
     _pairs(console, f"{sch['name']} recorded ({sch.get('source')})", sch["figures"])
     for d in sch.get("differences") or ():
         unit = d.get("unit") or ""
         theirs = d.get("htcondor", d.get("slurm"))
-        console.print(f"  - {escape(d['field'])}: jobmon {escape(human(d['jobmon'], unit))}, "
-                      f"{escape(sch['name'])} {escape(human(theirs, unit))}: "
-                      f"{escape(d['reason'])}")
+        console.print(f"  - {esc(d['field'])}: jobmon {human(d['jobmon'], unit)}, "
+                      f"{esc(sch['name'])} {human(theirs, unit)}: "
+                      f"{esc(d['reason'])}")
 
 
 def show_runs(runs, console):
@@ -106,16 +113,16 @@ def show_runs(runs, console):
     for col in ("run", "started", "hosts", "status", "wall", "CPU s"):
         rt.add_column(col)
     for r in runs:
-        rt.add_row(escape(str(r["run"])), when(r["start_time"]), escape(", ".join(r["hosts"])),
-                   escape(r["status"]), human(r["wall_seconds"], "s"),
-                   "-" if r["cpu_seconds"] is None else f"{r['cpu_seconds']:.2f}")
+        rt.add_row(esc(r["run"]), when(r["start_time"]), esc(", ".join(r["hosts"])),
+                   esc(r["status"]), human(r["wall_seconds"], "s"),
+                   "-" if r["cpu_seconds"] is None else fixed(r["cpu_seconds"]))
     console.print(rt)
 
 
 def show_group(job_id, reports, console=None):
     """Several jobs (an HTCondor cluster, a Slurm array): one line each, and the sums."""
     console = console or Console()
-    t = Table(title=f"jobs of {escape(job_id)} ({len(reports)})")
+    t = Table(title=f"jobs of {esc(job_id)} ({len(reports)})")
     ids = [str(rep["header"]["job"]) for rep in reports]
     for col in ("job", "runs", "hosts", "status", "wall", "CPU s", "resident peak"):
         _column(t, col, ids)
@@ -127,12 +134,12 @@ def show_group(job_id, reports, console=None):
         wall_all += tot.get("wall time") or 0
         peak = next((m["value"] for m in rep.get("memory") or ()
                      if m["name"].startswith("footprint")), None)
-        t.add_row(escape(str(h["job"])), str(max(len(rep["runs"]), 1)), escape(h["host"]),
-                  escape(h["status"]), human(tot.get("wall time"), "s"), f"{cpu:.2f}",
+        t.add_row(esc(h["job"]), str(max(len(rep["runs"]), 1)), esc(h["host"]),
+                  esc(h["status"]), human(tot.get("wall time"), "s"), fixed(cpu),
                   human(peak, "bytes"))
     console.print(t)
     console.print(f"total: {len(reports)} jobs, {human(wall_all, 's')} of wall time, "
-                  f"{cpu_all:.2f} CPU s (latest run of each)")
+                  f"{fixed(cpu_all)} CPU s (latest run of each)")
 
 
 def _column(table, name, ids):
@@ -145,9 +152,9 @@ def _column(table, name, ids):
 
 def _short_status(s):
     if s.get("signal"):
-        return f"signal {s['signal']}"
+        return f"signal {esc(s['signal'])}"
     if s.get("exit_code") is not None:
-        return f"exit {s['exit_code']}"
+        return f"exit {esc(s['exit_code'])}"
     return "no summary" if s and s.get("end_time") is None else "running?"
 
 
@@ -161,8 +168,8 @@ def show_list(jobs, console=None):
         s = j.get("summary") or {}
         status = _short_status(s)
         cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
-        t.add_row(escape(str(j.get("job"))), escape(str(j.get("host"))), escape(str(j.get("user"))),
+        t.add_row(esc(j.get("job")), esc(j.get("host")), esc(j.get("user")),
                   when(j.get("start_time")), status, human(s.get("wall_seconds"), "s"),
-                  f"{cpu:.2f}" if s else "-", human(s.get("rss_peak_bytes"), "bytes"),
-                  str(j.get("method")))
+                  fixed(cpu) if s else "-", human(s.get("rss_peak_bytes"), "bytes"),
+                  esc(j.get("method")))
     console.print(t)

@@ -1,39 +1,57 @@
 """Figures as people read them, the same in the terminal and on the HTML page."""
 import datetime
 
+from ..printable import LARGEST_FIXED, clean, fixed
+
+LONGEST = datetime.timedelta.max.total_seconds()   # beyond it, no "(d days, h:mm:ss)"
+
+
+def when(ts, fmt="%Y-%m-%d %H:%M:%S", none="-"):
+    """Local time of `ts` (seconds since the epoch) as `fmt` (None: ISO 8601 with the UTC
+    offset); `none` for none; a time no calendar holds (a forged 1e308) as its figure."""
+    if not ts:
+        return none
+    try:
+        t = datetime.datetime.fromtimestamp(ts).astimezone()
+    except (OverflowError, ValueError, OSError, TypeError):
+        return fixed(ts)
+    return t.isoformat(" ", "seconds") if fmt is None else t.strftime(fmt)
+
 
 def number(value):
     """A plain number, short: 3, 0.421, 12.35, 1234."""
-    if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
     a = abs(value)
+    if a >= LARGEST_FIXED or value != value:
+        return fixed(value)
+    if isinstance(value, int) or float(value).is_integer():
+        return str(int(value))
     text = f"{value:.0f}" if a >= 100 else f"{value:.2f}" if a >= 1 else f"{value:.3g}"
     return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
 
 
 def human(value, unit=""):
-    """A figure as people read it (text, not escaped)."""
+    """A figure as people read it (clean text, not markup-escaped)."""
     if value is None:
         return "–"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
+        return clean(value)
     if unit == "bytes":
-        v = float(value)
+        v = value
         for u in ("B", "KiB", "MiB", "GiB", "TiB"):
             if abs(v) < 1024 or u == "TiB":
-                return f"{v:.0f} {u}" if u == "B" else f"{v:.1f} {u}"
+                return f"{fixed(v, '.0f')} {u}" if u == "B" else f"{fixed(v, '.1f')} {u}"
             v /= 1024
     if unit in ("bytes/h", "bytes/s"):
         return human(value, "bytes") + unit[5:]
     if unit == "s":
-        return f"{value:.2f} s" if value < 3600 else \
+        return f"{fixed(value)} s" if not 3600 <= value < LONGEST else \
             f"{value:.0f} s ({datetime.timedelta(seconds=round(value))})"
     if unit == "yes/no":
         return "yes" if value else "no"
     if unit in ("%", "J"):
-        return f"{value:.1f} {unit}"
+        return f"{fixed(value, '.1f')} {unit}"
     if unit == "cores":
-        return f"{value:.2f} cores"
+        return f"{fixed(value)} cores"
     if unit and unit != "count":
         return f"{number(value)} {unit}"
     return number(value) if isinstance(value, float) else str(value)

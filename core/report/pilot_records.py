@@ -129,7 +129,7 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None)
 def pilot_account(store, pilot_id, given_validated=None):
     """The model of the pilot stored under `pilot_id` (its latest record)."""
     from ..stores.ids import JobRef
-    recs = [r for r in store.records(JobRef(pilot_id, [pilot_id])) if r.get("job") == pilot_id]
+    recs = store.records(JobRef(pilot_id, [pilot_id]))   # that id exactly, as it is stored
     if not recs:
         raise PilotNotFound(f"no pilot {pilot_id!r} in the store")
     rec = recs[0]   # newest first

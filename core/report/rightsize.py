@@ -16,6 +16,7 @@ Read side, standard library only.
 import math
 import re
 
+from ..printable import fixed
 from . import job_efficiency
 from .aggregate import quantile
 from .runs import is_step
@@ -67,8 +68,8 @@ def round_memory(nbytes):
 def memory_text(nbytes):
     """'2.5 GB' (GiB, as schedulers read GB) or '384 MB' (MiB) for a rounded request."""
     if nbytes < GiB:
-        return f"{nbytes / MiB:.0f} MB"
-    return f"{nbytes / GiB:.1f} GB".replace(".0 GB", " GB")
+        return fixed(nbytes / MiB, ".0f") + " MB"
+    return (fixed(nbytes / GiB, ".1f") + " GB").replace(".0 GB", " GB")
 
 
 def _stats(values):

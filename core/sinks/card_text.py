@@ -7,6 +7,7 @@ jobmon.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
 from ..efficiency import signal_name
+from ..printable import clean, fixed
 
 GIB, MIB = 1 << 30, 1 << 20
 MAX_LINES, MAX_COLUMNS = 8, 80
@@ -17,11 +18,13 @@ def _size(n):
     if n is None:
         return None
     if n >= GIB:
-        return f"{n / GIB:.1f} GiB"
-    return f"{n / MIB:.0f} MiB" if n >= MIB else f"{n / 1024:.0f} KiB"
+        return fixed(n / GIB, ".1f") + " GiB"
+    return fixed(n / MIB, ".0f") + " MiB" if n >= MIB else fixed(n / 1024, ".0f") + " KiB"
 
 
 def _duration(seconds):
+    if not abs(seconds or 0) < 1e9:       # a forged figure (or NaN): not as h:mm:ss
+        return fixed(seconds) + " s"
     s = int(round(seconds or 0))
     h, rest = divmod(s, 3600)
     m, s = divmod(rest, 60)
@@ -29,6 +32,8 @@ def _duration(seconds):
 
 
 def _fit(line):
+    """A card line: cleaned (the job's id and host are the job's), at most MAX_COLUMNS."""
+    line = clean(line)
     return line if len(line) <= MAX_COLUMNS else line[:MAX_COLUMNS - 3] + "..."
 
 
@@ -63,10 +68,11 @@ def cpu_line(s):
     if used is None:
         return None
     if not given:
-        return f"CPU: {used:.2f} cores busy on average (cores given: not known)"
+        return f"CPU: {fixed(used)} cores busy on average (cores given: not known)"
     eff = _num(s.get("cpu_efficiency_percent"))
     eff = 100.0 * used / given if eff is None else eff
-    return f"CPU: {used:.2f} of {given:g} cores busy on average ({eff:.0f} % efficiency)"
+    return (f"CPU: {fixed(used)} of {given:g} cores busy on average "
+            f"({fixed(eff, '.0f')} % efficiency)")
 
 
 def memory_line(s):
@@ -78,7 +84,7 @@ def memory_line(s):
     if given:
         eff = _num(s.get("mem_efficiency_percent"))
         eff = 100.0 * peak / given if eff is None else eff
-        line += f" of {_size(given)} given ({eff:.0f} %)"
+        line += f" of {_size(given)} given ({fixed(eff, '.0f')} %)"
         if asked and abs(asked - given) >= MIB:
             line += f", {_size(asked)} asked"
     elif asked:
@@ -91,7 +97,7 @@ def gpu_line(s):
     if not n:
         return None
     util = _num(s.get("gpu_util_avg_percent"))
-    busy = f", {util:.0f} % busy on average" if util is not None else ""
+    busy = f", {fixed(util, '.0f')} % busy on average" if util is not None else ""
     peak = _size(_num(s.get("gpu_mem_peak_bytes")))
     return f"GPU: {n:g} GPU{'s' if n != 1 else ''}{busy}" + (f", memory peak {peak}" if peak else "")
 

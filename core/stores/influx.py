@@ -158,9 +158,9 @@ class InfluxStore(Store):
         where = " AND ".join(f'"{k}"::tag = {quote_string(point[k])}'
                              for k in schema.SHIPPER_TAGS + schema.JOB_TAGS
                              if point.get(k) is not None)
-        end = ""
-        if record["summary"] and record["summary"].get("end_time"):
-            end = f" AND time <= {int((record['summary']['end_time'] + 60) * 1e9)}"
+        end, end_time = "", (record["summary"] or {}).get("end_time")
+        if isinstance(end_time, (int, float)) and (end_time + 60) * 1e9 < 2**63:
+            end = f" AND time <= {int((end_time + 60) * 1e9)}"   # (a forged 1e308: none)
         rows = self.rows(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
                          f'ORDER BY time')  # the start is µs-rounded

@@ -1,0 +1,45 @@
+"""Text and figures from a job, made safe to show a person. Standard library only (the
+report card uses it inside the job's wrapper).
+
+Everything a job supplies -- its id, command line, tags, user and host names, run labels,
+and every string read back from a store or the scheduler -- is hostile: a terminal obeys
+escape sequences (set the title, clear the screen, move the cursor to forge lines), and
+bidirectional controls (U+202E) make text read in another order than it is. Every
+renderer that writes for a person (the terminal views, `jobmon list`, `report`, `pilot`,
+`top`, `watch`, the report card, CSV written to a terminal, the HTML page) passes each
+such string through clean(), and each figure through fixed().
+"""
+import math
+
+# C0 controls and DEL are shown as their Control Pictures (U+2400-U+241F, U+2421):
+# seen, never obeyed, and two ids that differ only by a TAB or a CR stay two ids on screen
+# (the InfluxDB writer stores them the same way: jobmon.influx.lineprotocol)
+CONTROL_PICTURES = {c: 0x2400 + c for c in range(0x20)}
+CONTROL_PICTURES[0x7F] = 0x2421
+REPLACEMENT = "\ufffd"
+# no real figure reaches this (1e15 s is 30 million years, 1e15 cores, ...): beyond it a
+# figure is shown in scientific notation, so a forged 1e308 is not 309 digits
+LARGEST_FIXED = 1e15
+
+
+def clean(value):
+    """`value` as text that cannot drive a terminal or reorder what is around it: C0
+    controls and DEL become their Control Pictures (ESC: U+241B), every other character
+    that is not printable (C1 controls, bidirectional and other format controls, line and
+    paragraph separators, unassigned code points, lone surrogates) becomes U+FFFD."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else chr(CONTROL_PICTURES[ord(c)])
+                   if ord(c) in CONTROL_PICTURES else REPLACEMENT for c in text)
+
+
+def fixed(value, spec=".2f"):
+    """A figure formatted with `spec` (a format spec for floats: ".2f", ",.0f"); one
+    beyond LARGEST_FIXED in 3 significant digits instead; a value that is not a number
+    (a forged field) as clean text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return clean(value)
+    if abs(value) >= LARGEST_FIXED:      # inf stays "inf"; NaN fails the test: "nan"
+        return f"{value if abs(value) <= 1e308 else math.inf if value > 0 else -math.inf:.3g}"
+    return format(value, spec)
