@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from helpers import JOBMON, needs_test_user
+from test_security import job_row, node, status, victim_job  # noqa: F401 (node: a fixture)
 
 pytestmark = [pytest.mark.root, needs_test_user]
 
@@ -56,3 +57,28 @@ def test_an_empty_password_file_is_refused_with_the_key(tmp_path):
                            text=True, timeout=60)
         assert r.returncode == 2, (argv, r.stderr)
         assert f"influxdb.password_file: {secret} is empty" in r.stderr
+
+
+# --- the shipper's state ---
+
+def test_status_leaves_a_corrupt_state_as_it_is_and_no_copy_overwrites_another(node):
+    """`jobmon ship --status` only reads: a corrupt state file stays where it is (and is
+    said to be unreadable); the shipper keeps each corrupt file it finds under a name of
+    its own, never over an earlier one."""
+    state = os.path.join(node.state, "ship-state.json")
+    kept = []
+    for n, content in enumerate((b"{not json", b"[1, 2]")):
+        victim_job(node, f"victim-state-{n}")
+        with open(state, "wb") as f:
+            f.write(content)
+        os.chown(state, *[getattr(os.stat(node.state), k) for k in ("st_uid", "st_gid")])
+        st = status(node)
+        with open(state, "rb") as f:
+            assert f.read() == content
+        assert "ship-state.json" in st["state_unreadable"]
+        node.ship()
+        kept.append(content)
+        copies = sorted(n for n in os.listdir(node.state) if ".corrupt" in n)
+        assert [open(os.path.join(node.state, c), "rb").read() for c in copies] == kept
+        assert "state_unreadable" not in status(node)
+        assert job_row(node, f"victim-state-{n}")["exit_code"] == 0

@@ -43,7 +43,8 @@ def register(app):
         from ..ship import health, shipper, state
         if show_status:
             try:
-                st = health.status(cfg, state.State(cfg["shipper"]["state_dir"]))
+                kept = state.State(cfg["shipper"]["state_dir"], read_only=True)
+                st = health.status(cfg, kept)
             except PermissionError as e:
                 typer.echo(f"jobmon: {e.filename}: permission denied (run as the shipper's "
                            f"user)", err=True)

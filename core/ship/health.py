@@ -24,6 +24,8 @@ def status(cfg, state):
     st.update(state.counters)
     st["last_error"] = state.last_error
     st["last_success"] = state.last_success
+    if state.unreadable:
+        st["state_unreadable"] = state.unreadable   # the shipper sets it aside when it runs
     if not os.access(spool, os.R_OK | os.X_OK):
         st["error"] = "cannot list the spool (run as the shipper's user)"
     entries = listing(spool, SUFFIX)

@@ -29,11 +29,16 @@ REASONS = {
 LOSS_KEYS = ("points", "bytes", "files")
 
 
+KEEP_CORRUPT = 10      # unreadable state files kept, each under its own name
+
+
 class State:
-    def __init__(self, directory):
+    def __init__(self, directory, read_only=False):
+        """read_only (`jobmon ship --status`): an unreadable state file is left as it is
+        and said (`unreadable`), never set aside: only the shipper does that."""
         self.path = os.path.join(directory, STATE_FILE)
         self.files, self.counters, self.losses = {}, {}, {}
-        self.last_error = self.last_success = None
+        self.last_error = self.last_success = self.unreadable = None
         try:
             with open(self.path, "rb") as f:
                 self._load(json.loads(f.read()))
@@ -42,7 +47,9 @@ class State:
         except PermissionError:
             raise                 # not ours to read: nothing is wrong with it
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-            self._set_aside(e)
+            self.unreadable = f"{self.path}: {e}"
+            if not read_only:
+                self._set_aside(e)
         for k in COUNTERS:
             self.counters.setdefault(k, 0)
 
@@ -61,14 +68,20 @@ class State:
         self.last_error, self.last_success = d.get("last_error"), d.get("last_success")
 
     def _set_aside(self, err):
-        aside = self.path + ".corrupt"
+        """Keep the unreadable file under a name of its own (an earlier one is never
+        overwritten: it may be the one that tells what went wrong)."""
+        names = [self.path + ".corrupt"] + [f"{self.path}.corrupt.{n}"
+                                            for n in range(1, KEEP_CORRUPT)]
+        aside = next((n for n in names if not os.path.lexists(n)), None)
+        kept = f"kept as {aside}" if aside else f"not kept ({KEEP_CORRUPT} are already)"
         try:
-            os.replace(self.path, aside)
-        except OSError:
-            aside = None
+            if aside:    # the state dir is private and one shipper runs: no race
+                os.rename(self.path, aside)
+        except OSError as e:
+            kept = f"could not keep it ({e.strerror})"
         log.error("shipper state %s unreadable (%s); %s; starting afresh (the spool is sent "
                   "again from the start of every file, the server keeps one copy)", self.path,
-                  err, f"kept as {aside}" if aside else "could not keep it")
+                  err, kept)
         self.files, self.counters, self.losses = {}, {}, {}
 
     def offset(self, name, st):
