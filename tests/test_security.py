@@ -348,7 +348,11 @@ def test_a_job_whose_sampler_was_killed_does_not_look_as_if_it_still_ran(node):
     finished the shipper marks it ended; `query` and `list` say it has no summary."""
     job = subprocess.Popen(as_user([JOBMON, "run", "--interval=0.05", "--job-id=killed",
                                     "--", "sleep", "30"], VICTIM), env=node.env)
-    time.sleep(1)
+    deadline = time.monotonic() + 60
+    while not any(os.path.getsize(os.path.join(node.spool, n)) > 2000   # a few samples in
+                  for n in spool_entries(node) if not n.endswith(".end.lp")):
+        assert time.monotonic() < deadline and job.poll() is None
+        time.sleep(0.05)
     job.kill()
     job.wait()
     subprocess.run(["pkill", "-KILL", "-u", VICTIM, "-x", "sleep"])
