@@ -4,14 +4,16 @@ other users' jobs, played as the unprivileged test users through the real shippe
 unprivileged service user) against the real InfluxDB. docs/security.md says what stops
 each attack, and what only a filesystem quota can.
 """
-import json
 import os
+import pwd
+import stat
 import subprocess
 
 import pytest
 
-from helpers import JOBMON, needs_test_user
-from test_security import job_row, node, status, victim_job  # noqa: F401 (node: a fixture)
+from helpers import JOBMON, as_user, needs_test_user, shared_tmpdir
+from test_security import (ATTACKER, VICTIM, attacker, job_row, node,  # noqa: F401 (node:
+                           status, victim_job)                         # a fixture)
 
 pytestmark = [pytest.mark.root, needs_test_user]
 
@@ -82,3 +84,28 @@ def test_status_leaves_a_corrupt_state_as_it_is_and_no_copy_overwrites_another(n
         assert [open(os.path.join(node.state, c), "rb").read() for c in copies] == kept
         assert "state_unreadable" not in status(node)
         assert job_row(node, f"victim-state-{n}")["exit_code"] == 0
+
+
+# --- the end-of-job card in a shared directory ---
+
+def test_a_card_name_claimed_first_by_another_user_gets_them_nothing(tmp_path):
+    """A shared card_dir (mode 1777): the attacker makes the victim's card file first
+    (mode 0666). The victim's card never goes into a file the
+    victim did not just create: it is the victim's own, readable by the victim alone, and
+    the attacker's file stays empty."""
+    from test_report_card import condor, run_job
+    cards = shared_tmpdir("jobmon-cards-")
+    claimed = os.path.join(cards, "jobmon-card-5.0.txt")
+    attacker("sh", "-c", f"umask 0; touch {claimed} && chmod 666 {claimed}")
+    starter = condor(f'[report]\ncard = "file"\ncard_dir = "{cards}"\n', user=VICTIM,
+                     JobMonitorReportCard="true")
+    rc, _out, _err = run_job(starter, code=0)
+    assert rc == 0
+    assert os.path.getsize(claimed) == 0
+    [card] = [os.path.join(cards, n) for n in os.listdir(cards) if n != "jobmon-card-5.0.txt"]
+    st = os.lstat(card)
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == pwd.getpwnam(VICTIM).pw_uid
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    assert open(card).read().startswith("jobmon: job 5.0 exit code 0 after ")
+    peek = subprocess.run(as_user(["cat", card], ATTACKER), capture_output=True)
+    assert peek.returncode != 0 and peek.stdout == b""

@@ -129,19 +129,28 @@ def _bounded(fn, seconds):
     return bool(done)
 
 
-def card_path(summary, directory):
+def card_path(summary, directory, nonce=""):
     job = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(summary.get("job") or "job"))
-    return os.path.join(directory, f"jobmon-card-{job}.txt")
+    return os.path.join(directory, f"jobmon-card-{job}{nonce}.txt")
 
 
 def write_file(text, summary, directory):
-    """The card as a file of its own in `directory`, as the calling user (a link there is
-    refused, not followed)."""
+    """The card as a new file of its own in `directory`, as the calling user, readable by
+    that user alone. Only a file this call created is written to (O_EXCL, no link
+    followed): in a shared directory another user may have made a file of the card's name
+    first, and gets nothing from it -- the card goes under a name with a random part."""
     if not directory:
         raise OSError("no directory for the card (card_dir, or the job's working dir)")
-    path = card_path(summary, directory)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for nonce in ["", *(f"-{os.urandom(8).hex()}" for _ in range(3))]:
+        path = card_path(summary, directory, nonce)
+        try:
+            fd = os.open(path, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(f"no free name for the card in {directory}")
     try:
         _write_all(fd, text.encode())
     finally:
