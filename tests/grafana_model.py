@@ -33,25 +33,89 @@ def queries(dash):
             yield f"variable {v['name']!r}", {"query": v["query"], "resultFormat": "table"}
 
 
-# --- substitution, as public/app/plugins/datasource/influxdb does it -----------------------
+# --- substitution, as Grafana 11.6 does it ---------------------------------------------------
+# A panel's raw InfluxQL goes through two steps (the datasource's default "backend mode"):
+# 1. the browser replaces the dashboard's variables: TemplateSrv.replace /
+#    sceneGraph.interpolate with VARIABLE_REGEX (public/app/features/variables/utils.ts);
+#    an explicit format (${v:regex}) is the format registry's (grafana/scenes
+#    formatRegistry.ts: `regex` is escapeRegex of each value, several as (a|b)); without one,
+#    InfluxDatasource.interpolateQueryExpr (public/app/plugins/datasource/influxdb/
+#    datasource.ts, as of the 11.4.3/11.5.3/11.6 change "Improve handling of template
+#    variables contained in regular expressions"); a custom All value (.*) is put in as it
+#    is, whatever the format;
+# 2. the Go backend replaces its macros (pkg/tsdb/influxdb/influxql: Query.Build):
+#    $timeFilter, $interval, $__interval_ms, $__interval, over the whole text.
 
-def regex_escape(value):
-    """Grafana's escapeRegex for values put into a /regex/ (a multi or All variable)."""
+VARIABLE_REGEX = re.compile(r"\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]"
+                            r"|\$\{(\w+)(?:\.([^:^\}]+))?(?::([^\}]+))?\}")
+# interpolateQueryExpr's regexMatcher: the /regexes/ compared with =~ or !~ in a query
+REGEX_IN_QUERY = re.compile(r"(\s*(=|!)~\s*)\/((?![*+?])(?:[^\r\n\[/\\]|\\.|\[(?:[^\r\n\]\\]|"
+                            r"\\.)*\])+)\/((?:g(?:im?|mi?)?|i(?:gm?|mg?)?|m(?:gi?|ig?)?)?)")
+# JavaScript's parseFloat accepts a number at the start of the text and ignores the rest
+_JS_FLOAT = re.compile(r"\s*[+-]?(Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)")
+
+
+def escape_regex(value):
+    r"""@grafana/data escapeRegex: value.replace(/[\\^$*+?.()|[\]{}\/]/g, '\\$&')."""
     return re.sub(r"[\\^$*+?.()|\[\]{}/]", lambda m: "\\" + m.group(0), value)
 
 
-def interpolate(variable, value, options):
-    """A variable's text in a query. value: a string, a list (multi-value), or ALL."""
-    if value == ALL or value == [ALL]:
-        if variable.get("allValue"):
-            return variable["allValue"]               # custom all value: as it is
-        value = list(options)
-    if not variable.get("multi") and not variable.get("includeAll"):
-        return value if isinstance(value, str) else value[0]
-    if isinstance(value, str):
-        return regex_escape(value)
-    escaped = [regex_escape(v) for v in value]
-    return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
+def _is_number(value):
+    return bool(_JS_FLOAT.match(value))
+
+
+def _escaped(value):
+    return escape_regex(value) if isinstance(value, str) else \
+        "(" + "|".join(escape_regex(v) for v in value) + ")"
+
+
+def interpolate_query_expr(value, variable, query):
+    """The InfluxDB datasource's formatter for a variable without an explicit format."""
+    if isinstance(value, str) and _is_number(value):
+        return value                       # "8.1", and "4711.0", and "1/ OR ..." alike
+    if variable.get("multi"):
+        if isinstance(value, str):
+            return value if _is_number(value) else escape_regex(value)
+        return "(" + "|".join(escape_regex(v) for v in value) + ")"
+    inside = re.compile(r"\/(?:\^)?(.*)(\$" + variable["name"] + r")(.*)(?:\$)?\/")
+    for m in REGEX_IN_QUERY.finditer(query):
+        if inside.search(m.group(0)):
+            return _escaped(value)
+    return value if isinstance(value, str) else ",".join(value)
+
+
+FORMATS = {   # the explicit formats the dashboards' queries use
+    "regex": lambda v: _escaped(v[0] if len(v) == 1 and not isinstance(v, str) else v),
+}
+
+
+def replace_variables(query, variables, values, options):
+    """Step 1. values: name -> a string, a list (multi-value), or ALL."""
+    by_name = {v["name"]: v for v in variables}
+
+    def one(m):
+        name = m.group(1) or m.group(2) or m.group(4)
+        fmt = m.group(3) or m.group(6)
+        variable = by_name.get(name)
+        if variable is None or name not in values:
+            return m.group(0)                # a macro ($__timeFilter), or not chosen
+        value = values[name]
+        if value == ALL or value == [ALL]:
+            if variable.get("allValue"):
+                return variable["allValue"]   # formatted by no one
+            value = list(options.get(name, []))
+        if fmt:
+            return FORMATS[fmt](value)
+        return interpolate_query_expr(value, variable, query)
+    return VARIABLE_REGEX.sub(one, query)
+
+
+def backend_macros(query, from_ms, to_ms, ms):
+    """Step 2, after the variables: what Grafana's server replaces, in its order."""
+    time_filter = f"time >= {from_ms}ms and time <= {to_ms}ms"
+    q = query.replace("$timeFilter", time_filter).replace("$__timeFilter", time_filter)
+    q = q.replace("$interval", interval_text(ms))
+    return q.replace("$__interval_ms", str(ms)).replace("$__interval", interval_text(ms))
 
 
 def round_interval_ms(ms):
@@ -85,17 +149,12 @@ def interval_ms(from_ms, to_ms, max_data_points=1000, min_interval_ms=1000):
 
 
 def substitute(query, variables, values, options, from_ms, to_ms, min_interval_ms=1000):
+    """The query InfluxDB receives for a panel (or a variable) with these choices."""
     ms = interval_ms(from_ms, to_ms, min_interval_ms=min_interval_ms)
-    q = query.replace("$__timeFilter", f"time >= {from_ms}ms and time <= {to_ms}ms")
-    q = q.replace("$timeFilter", f"time >= {from_ms}ms and time <= {to_ms}ms")
-    q = q.replace("$__interval_ms", str(ms)).replace("$__interval", interval_text(ms))
-    for v in sorted(variables, key=lambda v: -len(v["name"])):   # $group before $g...
-        name = v["name"]
-        if name not in values:
-            continue
-        text = interpolate(v, values[name], options.get(name, []))
-        q = q.replace("${" + name + "}", text).replace("$" + name, text)
-    assert "$" not in q.replace("$/", "").replace("^", ""), f"unsubstituted variable in {q}"
+    q = backend_macros(replace_variables(query, variables, values, options), from_ms, to_ms, ms)
+    names = {v["name"] for v in variables}
+    left = {m.group(1) or m.group(2) or m.group(4) for m in VARIABLE_REGEX.finditer(q)}
+    assert not left & names - set(values), f"unsubstituted variable in {q}"
     return q
 
 

@@ -208,9 +208,9 @@ def filled(influx_server, tmp_path_factory):
 
 
 SCENARIOS = {   # what a user picks: values of the variables, per dashboard
-    "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": gm.ALL, "account": gm.ALL,
-                        "group": gm.ALL, "host": gm.ALL, "run": gm.ALL},
-    "jobmon-node.json": {"cluster": ["alpha", "beta"], "host": "wn2"},
+    "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": "jobmon-test",
+                        "account": gm.ALL, "group": gm.ALL, "host": gm.ALL, "run": gm.ALL},
+    "jobmon-node.json": {"cluster": ["alpha", "beta"], "host": "wn2", "user": gm.ALL},
     "jobmon-cluster.json": {"cluster": ["alpha", "beta"], "account": gm.ALL, "group": gm.ALL,
                             "user": gm.ALL},
     "jobmon-user.json": {"cluster": gm.ALL, "user": "jobmon-test", "account": ["phys"],
@@ -299,7 +299,8 @@ def test_multi_value_and_all_select_what_grafana_would(filled):
 
     assert count(["alpha"]) == 1 and count(["beta"]) == 2
     assert count(["alpha", "beta"]) == count(gm.ALL) == 3
-    assert gm.interpolate({"multi": True}, ["a.b", "c"], []) == r"(a\.b|c)"
+    assert gm.replace_variables("/^${c:regex}$/", [{"name": "c", "multi": True}],
+                                {"c": ["a.b", "c"]}, {}) == r"/^(a\.b|c)$/"
     assert gm.interval_text(gm.interval_ms(0, 3600 * 1000)) == "5s"
     assert gm.interval_text(gm.interval_ms(0, 7 * 86400 * 1000)) == "10m"
 

@@ -15,13 +15,19 @@ SAMPLE, JOB, SHIPPER = "jobmon_sample", "jobmon_job", "jobmon_shipper"
 # the job's filters as regex matches: a multi-value or "All" (.*) variable, and a job
 # without the tag (an empty value in InfluxQL) still matches "All"
 FILTER_TAGS = ("cluster", "account", "group", "user", "host")
+# Every variable is matched as `"tag" =~ /^${tag:regex}$/`, never compared as '$tag': job
+# ids, accounts and groups are chosen by job users, and Grafana puts a value into
+# '...' unescaped. The explicit :regex format escapes every value; Grafana's default
+# InfluxQL interpolation leaves a value that starts like a number (4711.0, or
+# `1/ OR "job" =~ /.*`) unescaped even inside a regex.
 # job runs only: a Slurm step's summary point (job 12345.batch, 12345_7.0) is inside its
 # job's own (Slurm job ids have no dot; HTCondor's 4711.0 are jobs)
 RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./)"
 
 
 def match(*tags):
-    return " AND ".join(f'"{t}" =~ /^${t}$/' for t in tags)
+    """Each tag equal to its variable's value(s), whatever characters they hold."""
+    return " AND ".join(f'"{t}" =~ /^${{{t}:regex}}$/' for t in tags)
 
 
 def target(query, ref="A", fmt="time_series", alias=None):
@@ -195,8 +201,7 @@ def filter_vars(*names, single=()):
     out, before = [datasource_var()], []
     for name in names:
         out.append(tag_var(name, where=before[:], multi=name not in single))
-        # a single-value variable is substituted as it is: compare, don't match
-        before.append(f"\"{name}\" = '${name}'" if name in single else match(name))
+        before.append(match(name))
     return out
 
 
@@ -221,12 +226,14 @@ def dashboard(uid, title, description, panels, variables, time_from="now-24h", l
     }
 
 
-def job_link(field="job", host_field=None):
-    """A data link from a table's job column to the single-job dashboard."""
-    url = f"/d/jobmon-job/jobmon-job?var-job=${{__data.fields.{field}}}&${{__url_time_range}}"
+def job_link(user="${__data.fields.user:percentencode}", host_field=None):
+    """A data link from a table's job column to the single-job dashboard of that job and
+    user (ids and names percent-encoded: a job id may hold & or =)."""
+    url = (f"/d/jobmon-job/jobmon-job?var-job=${{__data.fields.job:percentencode}}"
+           f"&var-user={user}&${{__url_time_range}}")
     if host_field:
-        url += f"&var-host=${{__data.fields.{host_field}}}"
-    return [{"title": "open job ${__data.fields.%s}" % field, "url": url}]
+        url += f"&var-host=${{__data.fields.{host_field}:percentencode}}"
+    return [{"title": "open job ${__data.fields.job}", "url": url}]
 
 
 def field_links(field, links):

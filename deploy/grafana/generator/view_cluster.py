@@ -7,7 +7,7 @@ from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard, fiel
 CF = match("cluster", "account", "group", "user") + " AND $__timeFilter"
 CJ = CF + " AND " + RUNS   # job points: runs, not their steps
 # shipper points carry host and cluster only (and user, reason on the loss points)
-SF = "\"reason\" = '' AND \"cluster\" =~ /^$cluster$/ AND $__timeFilter"
+SF = "\"reason\" = '' AND " + match("cluster") + " AND $__timeFilter"
 
 
 def by(tag, field, alias):
@@ -65,7 +65,8 @@ def build():
                    unit_override("mem_efficiency", "percent"),
                    field_links("user", [{"title": "jobs of ${__data.fields.user}", "url":
                                          "/d/jobmon-user/jobmon-user?var-user="
-                                         "${__data.fields.user}&${__url_time_range}"}])],
+                                         "${__data.fields.user:percentencode}"
+                                         "&${__url_time_range}"}])],
         description="Users by idle canonical core-hours (cores and memory held but unused)."))
 
     p.append(row(g, "Shipper health"))
@@ -89,7 +90,7 @@ def build():
     p.append(table(g, "Dropped samples by user", [table_target(
         f'SELECT last("lost_points") AS lost_points, last("lost_bytes") AS lost_bytes, '
         f'last("lost_files") AS lost_files FROM "{SHIPPER}" WHERE "reason" != \'\' '
-        f'AND "cluster" =~ /^$cluster$/ AND "user" =~ /^$user$/ AND $__timeFilter '
+        f'AND {match("cluster", "user")} AND $__timeFilter '
         f'GROUP BY "user", "reason", "host"')], w=12, h=8, sort="lost_points",
         overrides=[unit_override("lost_bytes", "bytes")],
         description="Points lost since each shipper's state began, by user and reason "

@@ -1,9 +1,12 @@
 """The single-job dashboard: one job (and run) over time, its summary, efficiency and the
 scheduler's figures."""
-from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, panel, row, stat, table,
+from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, match, row, stat, table,
                      table_target, tag_var, target, text, timeseries, unit_override)
 
-F = "\"job\" = '$job' AND \"run\" =~ /^$run$/ AND \"host\" =~ /^$host$/ AND $__timeFilter"
+# the job of the user chosen (two users may run jobs of one id), narrowed like the chain of
+# variables that lists it
+SELECTED = ("job", "user", "cluster", "account", "group", "host")
+F = match(*SELECTED, "run") + " AND $__timeFilter"
 BY_TIME = "GROUP BY time($__interval), \"host\" fill(none)"
 # an allocation is one figure per job (its summary point, at the job's start): carried
 # forward over the range so it draws as a line against the samples
@@ -118,16 +121,18 @@ def build():
                     "job ad, Slurm's allocation, or `--tag request_cpus=`), and the job's "
                     "other scheduler tags as the `tags` JSON."))
 
-    variables = filter_vars("cluster", "user", "account", "group", "host")
-    variables.append(tag_var("job", where=[f'"{t}" =~ /^${t}$/' for t in (
-        "cluster", "user", "account", "group", "host")], multi=False,
-        description="Job id as users type it (HTCondor 123.0, Slurm 12345_7)."))
-    variables.append(tag_var("run", where=["\"job\" = '$job'"],
+    variables = filter_vars("cluster", "user", "account", "group", "host", single=("user",))
+    variables.append(tag_var("job", where=[match(*SELECTED[1:])], multi=False,
+                             description="Job id as users type it (HTCondor 123.0, Slurm "
+                                         "12345_7), among the chosen user's jobs."))
+    variables.append(tag_var("run", where=[match(*SELECTED)],
                              description="Which run of a job the scheduler ran more than once"))
     return dashboard(
         "jobmon-job", "jobmon: single job",
         "One job: CPU, memory, I/O, processes and GPUs over time, its summary, efficiency "
         "and the scheduler's figures.", p, variables, time_from="now-7d",
-        links=[{"title": "node", "url": "/d/jobmon-node/jobmon-node?var-host=${host}"},
-               {"title": "user", "url": "/d/jobmon-user/jobmon-user?var-user=${user}"},
+        links=[{"title": "node",
+                "url": "/d/jobmon-node/jobmon-node?var-host=${host:percentencode}"},
+               {"title": "user",
+                "url": "/d/jobmon-user/jobmon-user?var-user=${user:percentencode}"},
                {"title": "cluster overview", "url": "/d/jobmon-cluster/jobmon-cluster"}])

@@ -1,9 +1,10 @@
 """The node dashboard: every job on one host over time, stacked, and the node's shipper."""
 from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, dashboard, field_links, filter_vars,
-                     job_link,
-                     row, stat, table, table_target, target, timeseries, unit_override)
+                     job_link, match, row, stat, table, table_target, target, timeseries,
+                     unit_override)
 
-H = "\"host\" = '$host' AND \"cluster\" =~ /^$cluster$/ AND $__timeFilter"
+NODE = match("host", "cluster") + " AND $__timeFilter"   # the node's shipper: no user
+H = match("host", "cluster", "user") + " AND $__timeFilter"
 HJ = H + " AND " + RUNS   # job points: runs, not their steps
 PER_JOB = "GROUP BY time($__interval), \"job\", \"run\" fill(none)"
 
@@ -46,20 +47,20 @@ def build():
         sort="wall_seconds",
         overrides=[unit_override(n, "bytes") for n in ("rss_peak_bytes", "mem_allocated_bytes")]
         + [unit_override("wall_seconds", "s"),
-           field_links("job", job_link("job"))],
+           field_links("job", job_link())],
         description="Click a job for its own dashboard."))
 
     p.append(row(g, "Shipper on $host"))
     p.append(timeseries(g, "Spool backlog", [target(
         f'SELECT last("spool_bytes") AS spool_bytes FROM "{SHIPPER}" WHERE "reason" = \'\' '
-        f'AND {H} GROUP BY time($__interval) fill(none)')], unit="bytes"))
+        f'AND {NODE} GROUP BY time($__interval) fill(none)')], unit="bytes"))
     p.append(stat(g, "Last successful write", [target(
         f'SELECT last("last_success") * 1000 AS last_success FROM "{SHIPPER}" '
-        f'WHERE "reason" = \'\' AND {H}', fmt="table")], unit="dateTimeFromNow", w=12))
+        f'WHERE "reason" = \'\' AND {NODE}', fmt="table")], unit="dateTimeFromNow", w=12))
 
-    variables = filter_vars("cluster", "host", single=("host",))
-    variables[-1]["query"] = f'SHOW TAG VALUES FROM "{SAMPLE}" WITH KEY = "host" ' \
-                             f'WHERE "cluster" =~ /^$cluster$/'
+    variables = filter_vars("cluster", "host", "user", single=("host",))
+    variables[2]["query"] = f'SHOW TAG VALUES FROM "{SAMPLE}" WITH KEY = "host" ' \
+                            f'WHERE {match("cluster")}'
     return dashboard(
         "jobmon-node", "jobmon: node",
         "All monitored jobs on one host over time, stacked, and that node's shipper.",

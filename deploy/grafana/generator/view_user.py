@@ -3,8 +3,8 @@ from dashlib import (JOB, RUNS, Grid, dashboard, field_links, filter_vars, job_l
                      stat,
                      table, table_target, target, timeseries, unit_override)
 
-U = "\"user\" = '$user' AND " + match("cluster", "account", "group") + " AND $__timeFilter" \
-    + " AND " + RUNS   # job runs, not their steps
+U = match("user", "cluster", "account", "group") + " AND $__timeFilter AND " \
+    + RUNS   # job runs, not their steps
 JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_efficiency_percent", "rss_peak_bytes", "idle_canonical_core_hours", '
         f'"exit_code", "outcome", "outcome_reason", "tags" FROM "{JOB}" WHERE {U} '
@@ -36,7 +36,7 @@ def build():
                               unit_override("rss_peak_bytes", "bytes"),
                               unit_override("cpu_efficiency_percent", "percent"),
                               unit_override("mem_efficiency_percent", "percent"),
-                              field_links("job", job_link("job", "host"))],
+                              field_links("job", job_link("${user:percentencode}", "host"))],
                    description="Click a job for its own dashboard."))
     p.append(table(g, "Arrays", [table_target(JOBS)], h=8, sort="tasks",
                    transformations=[
