@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import JOBMON, jobmon, needs_root
+from helpers import JOBMON, as_user, jobmon, needs_root, needs_test_user, shared_tmpdir
 from jobmon.influx import schema
 from jobmon.render.live import sparkline
 
@@ -218,3 +218,40 @@ def test_spool_reader_skips_lines_that_are_not_jobmon_line_protocol(spool_site):
     finally:
         os.close(fd)
     assert "forged" not in jobmon("top", "--once", "--store=none", env=env).stdout
+
+
+@needs_test_user
+def test_top_shows_whole_user_names_within_the_terminal_width():
+    """Two users whose names share their first 8 characters (jobmon-test, jobmon-test2),
+    each with a job in the node's spool: `jobmon top` shows both names whole, within the
+    terminal's width; a wider terminal gives a long job id its place on the line."""
+    from jobmon.ship.spooldir import prepare_spool
+    base = shared_tmpdir()
+    spool, stop = os.path.join(base, "spool"), os.path.join(base, "stop")
+    prepare_spool(spool)
+    config = os.path.join(base, "jobmon.toml")
+    with open(config, "w") as f:
+        f.write(f'[store]\nkind = "influxdb"\n[spool]\ndir = "{spool}"\n')
+    env = dict(os.environ, JOBMON_CONFIG=config)
+    env.pop("JOBMON_STORE", None)
+    long_id = "pool.example.org#4711.0#1700000000" + "x" * 10      # 45 columns
+    jobs = [subprocess.Popen(as_user([JOBMON, "run", "--interval=0.3", f"--job-id={job}", "--",
+                                      "sh", "-c", f"while [ ! -e {stop} ]; do sleep 0.1; done"],
+                                     user), env=env, stderr=subprocess.PIPE)
+            for job, user in (("u1", "jobmon-test"), (long_id, "jobmon-test2"))]
+    try:
+        def top(columns):
+            out = jobmon("top", "--once", "--store=none", env=dict(env, COLUMNS=columns)).stdout
+            assert all(len(line) <= int(columns) for line in out.splitlines()), out
+            return out.splitlines()
+        lines = until(lambda: (lambda x: x if len(job_lines("\n".join(x), {"u1"})) == 1
+                               and long_id in x else None)(top("80")))
+        assert next(x for x in lines if x.startswith("u1 ")).split()[1] == "jobmon-test"
+        figures_of_long = lines[lines.index(long_id) + 1]          # its own line at 80
+        assert figures_of_long.split()[0] == "jobmon-test2"
+        wide = next(x for x in top("120") if x.startswith(long_id))
+        assert wide.split()[1] == "jobmon-test2"
+    finally:
+        open(stop, "w").close()
+        for j in jobs:
+            assert j.wait(timeout=30) == 0, j.stderr.read()

@@ -6,6 +6,7 @@ embedded store, and read back by an administrator with every reader jobmon has.
 Each test plays one attack; its docstring says what must hold. docs/security.md lists
 them ("What a job user cannot do").
 """
+import json
 import os
 import pty
 import re
@@ -15,7 +16,7 @@ import time
 import pytest
 
 from helpers import JOBMON, as_user, shared_tmpdir
-from test_security import ATTACKER, node, plant  # noqa: F401  (node: the fixture)
+from test_security import ATTACKER, VICTIM, node, plant  # noqa: F401  (node: the fixture)
 
 pytestmark = [pytest.mark.root]
 
@@ -111,3 +112,36 @@ def test_no_job_string_reaches_a_readers_terminal_raw(node, store):
     # CSV for a file or a program keeps the data exactly as stored
     assert "line\u202eevil\u009b31m" in subprocess.run([JOBMON, "query", "--csv", job], env=env,
                                                   capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("store", ["influxdb", "local"])
+def test_ids_that_differ_only_by_a_cr_or_a_tab_stay_apart(node, store):
+    """The victim's job "run\\t1" and the attacker's "run\\r1" and "run\\x1b1" (in the
+    embedded store, all the victim's): three jobs, not one job with three runs. `jobmon
+    query` of each id finds that job alone (its exit code, its user); `jobmon list` shows
+    three ids, each control character as its picture."""
+    env, args = dict(node.env), []
+    if store == "local":
+        env["JOBMON_STORE"] = os.path.join(shared_tmpdir(), "jobs.db")
+        args = [f"--store={env['JOBMON_STORE']}"]
+    jobs = {"run\t1": (VICTIM, 3), "run\r1": (ATTACKER, 5), "run\x1b1": (ATTACKER, 7)}
+    for job_id, (user, code) in jobs.items():
+        user = VICTIM if store == "local" else user
+        r = subprocess.run(as_user([JOBMON, "run", "--interval=0.05", f"--job-id={job_id}",
+                                    *args, "--", "sh", "-c", f"exit {code}"], user),
+                           env=env, capture_output=True, timeout=120)
+        assert r.returncode == code, r.stderr
+    if store == "influxdb":
+        node.ship()
+    for job_id, (user, code) in jobs.items():
+        r = subprocess.run([JOBMON, "query", "--json", job_id], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0 and "runs by users" not in r.stderr, r.stderr
+        rep = json.loads(r.stdout)
+        assert rep["job"]["status"] == f"exit code {code}" and len(rep["runs"]) == 1
+        assert rep["job"]["user"] == (VICTIM if store == "local" else user)
+    out = subprocess.run([JOBMON, "list"], env=dict(env, COLUMNS="250"), capture_output=True,
+                         text=True, timeout=120).stdout
+    ids = {c.strip() for line in out.splitlines() if line.startswith("│")
+           for c in line.split("│")[1:2]}
+    assert {"run\u24091", "run\u240d1", "run\u241b1"} <= ids, out

@@ -60,14 +60,16 @@ def sort_rows(rows, by):
 
 
 def top_text(spool, st, by):
-    from ..render.live import top_screen
+    import shutil
+    from ..render.live import WIDTH, top_screen
     from ..stores.live import running
     jobs, problems = running(spool, st, last=2)
     now = time.time()
     rows = sort_rows([row(j, now) for j in jobs], by)
     title = (f"jobmon top — {os.uname().nodename} — {len(rows)} running job"
              f"{'' if len(rows) == 1 else 's'} — by {by} — {time.strftime('%H:%M:%S')}")
-    return top_screen(rows, title, problems)
+    width = max(shutil.get_terminal_size((WIDTH, 24)).columns, WIDTH)
+    return top_screen(rows, title, problems, width)
 
 
 def breakdown_report(st, records):
@@ -122,7 +124,9 @@ def watch_model(job, now):
 def find(job_id, spool, st, last):
     from ..stores.live import running
     jobs, problems = running(spool, st, last)
-    mine = [j for j in jobs if str(j.job) == job_id]
+    from ..influx.lineprotocol import clean_tag
+    ids = (job_id, clean_tag(job_id))   # the store's id, the spool's (as the writer wrote it)
+    mine = [j for j in jobs if str(j.job) in ids]
     mine.sort(key=lambda j: j.info.get("start_time") or 0)
     return (mine[-1] if mine else None), jobs, problems
 

@@ -5,8 +5,10 @@ same point (a test proves it), except where that would not survive a real server
 
 - A raw newline ends a point, and InfluxDB 1.x reads the `\\n` escape influxdb-client
   writes as a literal backslash + n. So control characters in tag keys/values become
-  U+FFFD, and in string fields \\n and \\r become U+FFFD (jobmon's own multi-line texts,
-  the command and the tags, are stored JSON-encoded, so nothing of theirs is lost).
+  their Control Pictures (TAB U+2409, CR U+240D, ESC U+241B: jobmon.printable), so that
+  ids that differ only by one stay distinct, and in string fields \\n and \\r become
+  U+FFFD (jobmon's own multi-line texts, the command and the tags, are stored
+  JSON-encoded, so nothing of theirs is lost).
 - InfluxDB 1.x cannot represent a tag value ending in a backslash, or a backslash in
   front of `,`, ` ` or `=` (measured on 1.6.7: the point is rejected or split). Such a
   backslash becomes U+FF3C (fullwidth reverse solidus); every other backslash stays.
@@ -23,8 +25,8 @@ import re
 import zlib
 
 from ..metrics import SAMPLE_FIELDS, SUMMARY_FIELDS
+from ..printable import CONTROL_PICTURES
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")     # and lone surrogates
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 MAX_TAG_BYTES = 256     # UTF-8 bytes of a stored tag value (jobmon's own are far shorter)
 _UNSAFE_BACKSLASH = re.compile(r"\\(?=[, =]|\Z)")
@@ -42,7 +44,9 @@ FIELD_IS_INT.update({"elapsed_seconds": False, "interval": False})
 def clean_tag(value):
     """The text a tag key/value is stored as (see the module doc). `jobmon query` looks
     ids up through this same function, so it finds what the writer stored."""
-    value = _CONTROL.sub("\ufffd", str(value))
+    value = str(value)
+    if not value.isprintable():      # controls and lone surrogates are not
+        value = _SURROGATE.sub("\ufffd", value.translate(CONTROL_PICTURES))
     if "\\" in value:
         value = _UNSAFE_BACKSLASH.sub("\uff3c", value)
     if len(value) > MAX_TAG_BYTES // 4 and len(value.encode()) > MAX_TAG_BYTES:

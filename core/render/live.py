@@ -1,7 +1,8 @@
 """Plain-text layout of the live views (`jobmon top`, `jobmon watch`) and of per-process
-breakdowns: sparklines and fixed-width tables for an 80-column terminal. Pure functions
-of the models built in jobmon.cli.live; no terminal library, no colours. A job id is never
-cut: one too long for its column gets a line of its own.
+breakdowns: sparklines and fixed-width tables for an 80-column terminal (`top`: the
+terminal's width). Pure functions of the models built in jobmon.cli.live; no terminal
+library, no colours. A job id or a user name is never cut: an id too long for its column
+gets a line of its own; the USER column is as wide as the longest name.
 """
 import datetime
 
@@ -9,7 +10,8 @@ from ..printable import clean, fixed
 
 WIDTH = 80
 BLOCKS = "▁▂▃▄▅▆▇█"
-# top: header, width, alignment (">" right); the job column takes what is left
+# top: header, width, alignment (">" right); USER at least this wide, the job column
+# takes what is left
 TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 7, ">"),
                ("EFF", 5, ">"), ("PROCS", 5, ">"), ("AGE", 7, ">"))
 JOB_MIN = 8
@@ -74,20 +76,23 @@ def cut(text, width):
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def top_screen(rows, title, notes=()):
-    """`jobmon top`: rows of {job, user, cores, alloc, mem, eff, procs, age}, in order."""
-    fixed = sum(w for _h, w, _a in TOP_COLUMNS) + len(TOP_COLUMNS)
-    room = WIDTH - fixed
+def top_screen(rows, title, notes=(), width=WIDTH):
+    """`jobmon top`: rows of {job, user, cores, alloc, mem, eff, procs, age}, in order,
+    for a terminal `width` columns wide."""
+    users = [clean(r["user"] or "?") for r in rows]
+    columns = (("USER", max([TOP_COLUMNS[0][1]] + [len(u) for u in users]), "<"),) \
+        + TOP_COLUMNS[1:]
+    room = width - sum(w for _h, w, _a in columns) - len(columns)
     jw = max(JOB_MIN, min(room, max([len(clean(r["job"])) for r in rows] + [3])))
-    lines = [cut(title, WIDTH)]
-    lines += [cut(n, WIDTH) for n in notes]
-    head = f"{'JOB':<{jw}}" + "".join(f" {h:{a}{w}}" for h, w, a in TOP_COLUMNS)
+    lines = [cut(title, width)]
+    lines += [cut(n, width) for n in notes]
+    head = f"{'JOB':<{jw}}" + "".join(f" {h:{a}{w}}" for h, w, a in columns)
     lines.append(head)
-    for r in rows:
-        cells = (cut(r["user"] or "?", 8), number(r["cores"]), number(r["alloc"], 1),
+    for r, user in zip(rows, users):
+        cells = (user, number(r["cores"]), number(r["alloc"], 1),
                  size(r["mem"]), percent(r["eff"]), "-" if r["procs"] is None else r["procs"],
                  duration(r["age"]))
-        rest = "".join(f" {str(c):{a}{w}}" for c, (_h, w, a) in zip(cells, TOP_COLUMNS))
+        rest = "".join(f" {str(c):{a}{w}}" for c, (_h, w, a) in zip(cells, columns))
         job = clean(r["job"])
         if len(job) > jw:            # never cut: the id alone, its figures below
             lines.append(job)
