@@ -123,10 +123,34 @@ SUMMARY_FIELDS = (
      "(cores, memory or both)"),
     ("gpu_hours", "GPU-h", "gpus_allocated x wall hours"),
     ("idle_gpu_hours", "GPU-h", "gpu_hours x (1 - gpu_util_avg_percent / 100)"),
-    ("outcome", "text", "goodput (exit code 0) or badput (another exit code, a signal); the "
-     "report refines it with the scheduler's record (held, evicted, removed)"),
+    ("outcome", "text", "goodput (exit code 0) or badput (another exit code, a signal, or the "
+     "scheduler ended it); at the job's end from its exit status, then the scheduler's once "
+     "reconciled (cancelled, time limit, out of memory, held, removed, evicted, preempted, "
+     "node failure: docs/accounting.md)"),
     ("outcome_reason", "text", "why: completed (exit code 0), failed (exit code N), killed "
-     "by SIGNAL"),
+     "by SIGNAL; reconciled: the scheduler's end, e.g. cancelled (scancel) by uid 1001, held "
+     "(code 12.2): ..., evicted (code 1013)"),
+    ("outcome_cause", "text", "whose doing a badput run was (reconciled): user (its own "
+     "failure, a limit it hit, its owner's removal), site (the node, the pilot, a "
+     "configuration), preemption, or unknown; none for goodput"),
+    ("cut_short", "count", "1 when the run ended without its end-of-job record (the scheduler "
+     "SIGKILLed the sampler with the job after the vacate time, or the node went down): its "
+     "figures are its samples' fold, up to the last one; 0 when the end-of-job read was made"),
+    ("missing_seconds_max", "s", "at most this much of the run's end is not in its figures: "
+     "one sampling interval for a cut-short run (a live sampler would have sampled again), "
+     "the time after the last read where the job's cgroup went before its final read, else 0"),
+    ("reconciled", "count", "1 once the scheduler's record of the run was applied (`jobmon "
+     "reconcile`), or once it was clear there is none to apply; 0 until then"),
+    ("scheduler_state", "text", "how the scheduler says the run ended (reconciled): Slurm's "
+     "State (COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY, PREEMPTED, NODE_FAIL, "
+     "REQUEUED, ...) or HTCondor's (completed, removed, held, evicted); none: no record"),
+    ("scheduler_code", "", "HTCondor's HoldReasonCode of a held run, VacateReasonCode of an "
+     "evicted one (reconciled)"),
+    ("scheduler_subcode", "", "HTCondor's HoldReasonSubCode (reconciled)"),
+    ("cancelled_by", "text", "who ended the run, where the scheduler says (reconciled): Slurm's "
+     "uid in `CANCELLED by UID`"),
+    ("scheduler_user", "text", "whose job the scheduler says the run was (reconciled): Slurm's "
+     "User, HTCondor's Owner"),
     ("cpu_idle_samples", "count",
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
     ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),

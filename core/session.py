@@ -121,6 +121,7 @@ class Session:
         s.update(sampler.fold.totals(tasks_peak))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))
+        s.update(cut_short=0, missing_seconds_max=_unread(self.job), reconciled=0)
         s["leftover_procs"] = leftovers
         s["interval_seconds"] = sampler.interval
         s.update(sampler.self_metrics())
@@ -134,3 +135,14 @@ class Session:
         sampler.close(s)
         return s
 
+
+def _unread(job):
+    """Seconds after the last read that the figures lack: those of a cgroup removed
+    before the final read (the attach mode's `unread_seconds` tag), else 0."""
+    tags = job.get("tags") or {}
+    if tags.get("measured") != "job-cgroup-last-read":
+        return 0.0
+    try:
+        return float(tags.get("unread_seconds") or 0)
+    except ValueError:
+        return 0.0

@@ -123,10 +123,41 @@ class Fold:
         return out
 
 
+def from_samples(info, samples, cut_short=False):
+    """A run's figures from its stored samples alone (`info`: its record): the totals and
+    peaks up to its last sample, the same fold the sampler makes. cut_short: the run is
+    over, but its end-of-job record never came (the scheduler killed its sampler with it,
+    or its node went down): then also its end, no exit status, what it was given and used
+    (efficiency figures), `cut_short` 1 and `missing_seconds_max` -- at most one interval
+    of the run's end is missing, since a live sampler would have sampled again by then."""
+    fold = Fold()
+    for x in samples:
+        fold.add(x)
+    out = fold.totals() if samples else {}
+    out["method"] = info.get("method")
+    if not cut_short:
+        return out
+    from .efficiency import allocation, figures
+    out.update(start_time=info.get("start_time"), exit_code=None, signal=None,
+               interval_seconds=info.get("interval"), cut_short=1,
+               missing_seconds_max=info.get("interval"))
+    out.setdefault("wall_seconds", 0.0)
+    out["end_time"] = round((info.get("start_time") or 0) + out["wall_seconds"], 3)
+    out.update(figures(out, allocation(info.get("tags"), gpu_count=out.get("gpu_count"))))
+    return out
+
+
+# Linux's largest signal number (SIGRTMAX): a "signal" beyond it is no signal (Slurm
+# reports its out-of-memory kill as 125, its SIG_OOM 253 & 0x7f)
+MAX_SIGNAL = 64
+
+
 def exit_fields(status):
-    """exit_code / signal from a wait status (None: unknown)."""
+    """exit_code / signal from a wait status (None: unknown; a status whose signal number
+    no Linux signal has gives neither -- the scheduler's record says what it was)."""
     if status is None:
         return {"exit_code": None, "signal": None}
     if os.WIFSIGNALED(status):
-        return {"exit_code": None, "signal": os.WTERMSIG(status)}
+        sig = os.WTERMSIG(status)
+        return {"exit_code": None, "signal": sig if sig <= MAX_SIGNAL else None}
     return {"exit_code": os.WEXITSTATUS(status), "signal": None}

@@ -345,7 +345,8 @@ def test_full_spool_disk_loses_nothing_uncounted_and_keeps_every_summary(node, t
 
 def test_a_job_whose_sampler_was_killed_does_not_look_as_if_it_still_ran(node):
     """7. A job whose sampler died before its end-of-job record: once its file is
-    finished the shipper marks it ended; `query` and `list` say it has no summary."""
+    finished the shipper marks it ended; `query` says it was cut short (its figures its
+    samples') and `list` that it has no summary."""
     job = subprocess.Popen(as_user([JOBMON, "run", "--interval=0.05", "--job-id=killed",
                                     "--", "sleep", "30"], VICTIM), env=node.env)
     deadline = time.monotonic() + 60
@@ -358,7 +359,9 @@ def test_a_job_whose_sampler_was_killed_does_not_look_as_if_it_still_ran(node):
     subprocess.run(["pkill", "-KILL", "-u", VICTIM, "-x", "sleep"])
     node.ship()
     rep = json.loads(node.jobmon("query", "--json", "killed").stdout)
-    assert rep["job"]["status"].startswith("ended without a summary") and rep["samples"]
+    assert rep["job"]["status"] == "no exit status; cut short: figures up to its last " \
+                                   "sample, at most 0.05 s missing" and rep["samples"]
+    assert rep["summary"]["cut_short"] == 1 and rep["summary"]["samples"] == len(rep["samples"])
     assert [r[4] for r in listed(node) if r[0] == "killed"] == ["no summary"]
     st = status(node)
     assert st["jobs_without_summary"] == 1 and st["losses"][VICTIM]["no_summary"]["files"] == 1

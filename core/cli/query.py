@@ -110,12 +110,18 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
         raise typer.Exit(1)
     cfg = _config()
     samples = [st.samples(r) for r in chosen.records]
+    # the other runs that never wrote their end-of-job record: their figures are their
+    # samples' (a run the scheduler killed with its sampler)
+    others = {r.label or str(i): [st.samples(x) for x in r.records]
+              for i, r in enumerate(runs, 1) if r is not chosen
+              and any((x.get("summary") or {}).get("end_time") is None for x in r.records)}
     scheduler = None
     if with_scheduler:
         from ..report.scheduler import record_of
-        head = model.build(chosen, samples, runs)
+        head = model.build(chosen, samples, runs, others=others)
         scheduler = record_of(head["header"], head["summary"], cfg)
-    rep = model.build(chosen, samples, runs, cfg["report"] if cfg else None, scheduler)
+    rep = model.build(chosen, samples, runs, cfg["report"] if cfg else None, scheduler,
+                      others)
     from .live import breakdown_report
     rep["procs"] = breakdown_report(st, chosen.records)
     return rep

@@ -8,7 +8,7 @@ import shlex
 
 from ..printable import clean
 from . import units
-from .units import human
+from .units import human, short_status
 
 # model sections laid out by name; any other is shown generically, by its shape
 KNOWN = ("header", "totals", "summary", "runs", "hosts", "samples", "running", "efficiency",
@@ -144,7 +144,7 @@ def nodes_and_runs(rep):
     if rep["hosts"]:
         extra = [c for c in NODE_COLUMNS if any(x.get(c[0]) is not None for x in rep["hosts"])]
         parts.append(box("hosts", "Nodes", dicts_table(
-            [dict({"host": x.get("host"), "status": _status(x),
+            [dict({"host": x.get("host"), "status": short_status(x),
                    "wall": human(x.get("wall_seconds"), "s"),
                    "CPU": human((x.get("cpu_user_seconds") or 0)
                                 + (x.get("cpu_system_seconds") or 0), "s"),
@@ -169,14 +169,6 @@ def nodes_and_runs(rep):
               "status": r["status"], "wall": human(r["wall_seconds"], "s"),
               "CPU": human(r["cpu_seconds"], "s")} for r in rep["runs"]])))
     return "\n".join(parts)
-
-
-def _status(s):
-    if s.get("signal"):
-        return f"signal {s['signal']}"
-    if s.get("exit_code") is not None:
-        return f"exit {s['exit_code']}"
-    return "no summary"
 
 
 def box(key, title, body):

@@ -5,6 +5,7 @@ from rich.markup import escape
 
 from ..printable import clean, fixed
 from . import units
+from .units import short_status
 
 
 def esc(value):
@@ -47,7 +48,7 @@ def show(rep, console=None):
             ht.add_column(col, justify="right" if col != "host" else "left")
         for x in rep["hosts"]:
             cpu = (x.get("cpu_user_seconds") or 0) + (x.get("cpu_system_seconds") or 0)
-            ht.add_row(esc(x["host"]), _short_status(x), human(x.get("wall_seconds"), "s"),
+            ht.add_row(esc(x["host"]), esc(short_status(x)), human(x.get("wall_seconds"), "s"),
                        fixed(cpu), human(x.get("rss_peak_bytes"), "bytes"))
         console.print(ht)
     samples = rep["samples"]
@@ -150,14 +151,6 @@ def _column(table, name, ids):
         table.add_column(name, overflow="fold")
 
 
-def _short_status(s):
-    if s.get("signal"):
-        return f"signal {esc(s['signal'])}"
-    if s.get("exit_code") is not None:
-        return f"exit {esc(s['exit_code'])}"
-    return "no summary" if s and s.get("end_time") is None else "running?"
-
-
 def show_list(jobs, console=None):
     console = console or Console()
     t = Table(title="recent jobs")
@@ -166,7 +159,7 @@ def show_list(jobs, console=None):
         _column(t, col, ids)
     for j in jobs:
         s = j.get("summary") or {}
-        status = _short_status(s)
+        status = esc(short_status(s))
         cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
         t.add_row(esc(j.get("job")), esc(j.get("host")), esc(j.get("user")),
                   when(j.get("start_time")), status, human(s.get("wall_seconds"), "s"),

@@ -55,3 +55,23 @@ def human(value, unit=""):
     if unit and unit != "count":
         return f"{number(value)} {unit}"
     return number(value) if isinstance(value, float) else str(value)
+
+
+# scheduler ends that say nothing beyond the exit status
+_PLAIN_ENDS = {None, "", "none", "COMPLETED", "completed"}
+
+
+def short_status(s):
+    """One record's end in a few words: its exit status, the scheduler's end where it was
+    reconciled and says more, "cut short" for a run whose end-of-job record never came."""
+    if s.get("signal"):
+        text = f"signal {s['signal']}"
+    elif s.get("exit_code") is not None:
+        text = f"exit {s['exit_code']}"
+    elif not s or s.get("end_time") is None:
+        return "no summary" if s else "running?"
+    else:
+        text = "no exit status"
+    if s.get("scheduler_state") not in _PLAIN_ENDS:
+        text += f" ({str(s['scheduler_state']).lower().replace('_', ' ')})"
+    return text + (", cut short" if s.get("cut_short") else "")

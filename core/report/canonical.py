@@ -258,7 +258,10 @@ def run_end(summary=None, record=None, run=None, job_starts=None):
     name = CONDOR_STATUS.get(state) if isinstance(state, int) else str(state).lower()
     why = {"held": "hold_reason", "removed": "remove_reason", "evicted": "vacate_reason",
            "idle": "vacate_reason"}.get(name)
+    reason = r.get(why) if why else None
+    if name == "cancelled" and r.get("cancelled_by"):   # Slurm: CANCELLED by <uid>
+        reason = f"by uid {r['cancelled_by']}"
     return RunEnd(exit_code=src.get("exit_code"), signal=src.get("signal"), state=state,
                   hold_code=r.get("hold_code"), hold_subcode=r.get("hold_subcode"),
-                  vacate_code=r.get("vacate_code"), reason=r.get(why) if why else None,
-                  run=run, job_starts=job_starts)
+                  vacate_code=r.get("vacate_code"), reason=reason, run=run,
+                  job_starts=job_starts)

@@ -2,41 +2,78 @@
 
 Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
-from ..summary import Fold
+import time
+
+from ..summary import from_samples
 from ..advice import advise
 from . import canonical
 from .job_efficiency import efficiency_of
+from .scheduler import ending
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
             "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points")
 LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
-           "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time")
+           "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time", "cut_short",
+           "missing_seconds_max")
+OUTCOME = ("outcome", "outcome_reason", "outcome_cause")
+# how the run ended, as reconciled: a multi-node run's from the node that says most
+ENDING = ("reconciled", "scheduler_state", "outcome", "outcome_reason", "outcome_cause",
+          "scheduler_code", "scheduler_subcode", "cancelled_by", "scheduler_user")
 
 
-def record_summary(info, samples):
-    """(summary, state) of one record: its end-of-job record, or for a job still running
-    or one whose record never came, what its samples say so far."""
+def record_summary(info, samples, over=False):
+    """(summary, state) of one record: "ended" (its end-of-job record, as reconciled);
+    "cut short" (over -- the shipper marked it ended, or `over` says so -- but its
+    end-of-job record never came: its samples' fold, marked so); "running" (what its
+    samples say so far)."""
     s = info.get("summary") or {}
-    # the shipper marks a job whose sampler died before writing its record: no end_time
-    lost = bool(s) and s.get("end_time") is None
+    lost = bool(s) and s.get("end_time") is None   # the shipper's mark: ended, no record
     if s and not lost:
         return s, "ended"
-    fold = Fold()
-    for x in samples:
-        fold.add(x)
-    out = fold.totals() if samples else {}
-    out["method"] = info.get("method")
-    return out, "lost" if lost else "running"
+    if lost or over:
+        return from_samples(info, samples, cut_short=True), "cut short"
+    return from_samples(info, samples), "running"
+
+
+# a run without an end-of-job record whose last sample is older than this many intervals
+# (and than STALE_SECONDS) is over: its sampler would have written one
+STALE_INTERVALS, STALE_SECONDS = 5, 120.0
+
+
+def run_over(run, runs=(), samples_by_record=(), end=None, now=None):
+    """Is this run over, whatever its records say? Yes when a later run of its job began,
+    when the scheduler's record of it (`end`: Record.as_dict()) says it ended, or when its
+    samples stopped coming."""
+    if runs and run is not runs[-1] and any(r is run for r in runs):
+        return True
+    if end and canonical.classify(canonical.run_end(None, end)).outcome != canonical.UNKNOWN:
+        return True
+    now = time.time() if now is None else now
+    for info, smp in zip(run.records, samples_by_record):
+        interval = info.get("interval") or 10.0
+        last = smp[-1]["time"] / 1e9 if smp else info.get("start_time") or now
+        if now - last > max(STALE_INTERVALS * interval, STALE_SECONDS):
+            return True
+    return False
 
 
 def status_text(s, state):
+    if state == "running":
+        return "running or ended without a summary"
     if s.get("signal"):
-        return f"killed by signal {s['signal']}"
-    if s.get("exit_code") is not None:
-        return f"exit code {s['exit_code']}"
-    if state == "lost":
-        return "ended without a summary (totals from its samples)"
-    return "running or ended without a summary"
+        text = f"killed by signal {s['signal']}"
+    elif s.get("exit_code") is not None:
+        text = f"exit code {s['exit_code']}"
+    else:
+        text = "no exit status"
+    if s.get("reconciled") and s.get("outcome") == canonical.BADPUT \
+            and s.get("scheduler_state") not in (None, "", "none"):
+        text = f"{s['outcome_reason']} ({text})"   # the scheduler's end of the run
+    if s.get("cut_short"):
+        most = s.get("missing_seconds_max")
+        text += "; cut short: figures up to its last sample" + (
+            f", at most {most:g} s missing" if most is not None else "")
+    return text
 
 
 def combine(summaries):
@@ -53,15 +90,23 @@ def combine(summaries):
     codes = [s for s in summaries if s.get("signal") or s.get("exit_code")]
     first = (codes or summaries)[0]
     out["exit_code"], out["signal"] = first.get("exit_code"), first.get("signal")
+    decisive = next((s for s in summaries if s.get("outcome") == canonical.BADPUT), first)
+    out.update({k: decisive.get(k) for k in ENDING if decisive.get(k) is not None})
     out["method"] = ",".join(sorted({s.get("method") or "?" for s in summaries}))
     return out
 
 
-def run_line(run, position):
-    """One row of a job's list of runs (earlier runs show what was lost to restarts)."""
-    summaries, states = zip(*(record_summary(info, []) for info in run.records))
+def run_line(run, position, samples_by_record=None, over=False, end=None):
+    """One row of a job's list of runs (earlier runs show what was lost to restarts).
+    samples_by_record: the run's samples, for a run whose end-of-job record never came;
+    end: the scheduler's record of the run."""
+    samples_by_record = samples_by_record or [[] for _ in run.records]
+    summaries, states = zip(*(record_summary(info, smp, over) for info, smp
+                              in zip(run.records, samples_by_record)))
     s = combine(list(summaries))
-    state = "ended" if all(x == "ended" for x in states) else states[0]
+    s.update(ending(s, end) or {})
+    state = "ended" if all(x == "ended" for x in states) else \
+        "running" if "running" in states else "cut short"
     return {"run": run.label or str(position), "start_time": run.start_time,
             "end_time": s.get("end_time"), "hosts": run.hosts, "status": status_text(s, state),
             "wall_seconds": s.get("wall_seconds"),
@@ -69,15 +114,19 @@ def run_line(run, position):
             if s else None}
 
 
-def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
+def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None, now=None):
     """The report of one run of a job. samples_by_record: [samples] in the order of
     run.records (one record per node); runs: every run of the job, oldest first; cfg: the
     config's [report] section (advice thresholds); scheduler: what the scheduler recorded
-    (report.scheduler.record_of), or None."""
-    per_host = [record_summary(info, smp) for info, smp in zip(run.records, samples_by_record)]
+    (report.scheduler.record_of), or None; others: {run label or position: samples by
+    record} of the job's other runs that lack an end-of-job record."""
+    over = run_over(run, runs, samples_by_record, (scheduler or {}).get("end"), now)
+    per_host = [record_summary(info, smp, over) for info, smp
+                in zip(run.records, samples_by_record)]
     s = combine([x[0] for x in per_host])
     states = {x[1] for x in per_host}
-    state = "running" if "running" in states else "lost" if "lost" in states else "ended"
+    state = "running" if "running" in states else "cut short" if "cut short" in states \
+        else "ended"
     cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
     wall = s.get("wall_seconds") or 0
     many = len(run.records) > 1
@@ -87,7 +136,10 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
     if many:
         samples.sort(key=lambda x: x["time"])
     eff = _efficiency(s, first.get("tags") or {}, scheduler, len(run.records))
-    eff = _scheduler_outcome(eff, s, (scheduler or {}).get("end"))
+    settled = ending(s, (scheduler or {}).get("end"))
+    if settled:   # the scheduler's end of the run says more than the exit status jobmon saw
+        s = dict(s, **settled)
+        eff = dict(eff, **{k: settled[k] for k in OUTCOME}) if eff else eff
     totals = [
         ("wall time", wall, "s"),
         ("CPU user", s.get("cpu_user_seconds"), "s"),
@@ -109,6 +161,8 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
         ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),
         ("GPU energy", s.get("gpu_energy_joules"), "J"),
         ("samples", s.get("samples"), "count"),
+        ("end not in the figures (cut short), at most", s.get("missing_seconds_max") or None,
+         "s"),
         ("points the spool could not take", s.get("lost_points") or None, "count"),
     ]
     header = {
@@ -123,10 +177,14 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None):
             "memory": memory_rows(s, samples, eff, scheduler, many),
             "advice": advise(dict(s, **eff), cfg or DEFAULT_CFG) if state != "running" else [],
             "scheduler": scheduler,
-            "summary": (first.get("summary") or {}) if not many else s,
+            "summary": s if many or state != "ended" else first.get("summary"),
             "hosts": [dict(h[0], host=info.get("host")) for h, info in zip(per_host, run.records)]
             if many else [],
-            "runs": [run_line(r, i) for i, r in enumerate(runs, 1)],
+            "runs": [run_line(r, i, samples_by_record if r is run else
+                              (others or {}).get(r.label or str(i)),
+                              over if r is run else r is not runs[-1],
+                              ((scheduler or {}).get("runs") or {}).get(r.label or str(i)))
+                     for i, r in enumerate(runs, 1)],
             "samples": samples, "running": state == "running"}
 
 
@@ -149,19 +207,6 @@ def _efficiency(s, tags, scheduler, nodes):
         if filled.get(k) is None:
             filled[k] = v
     return efficiency_of(filled, tags)
-
-
-def _scheduler_outcome(eff, s, end):
-    """The run's outcome with the scheduler's record of it (record_of picked the record of
-    this run): a hold, removal, eviction, cancellation or time limit (and HTCondor's hold
-    and vacate codes) says more than the exit status jobmon saw. While the scheduler still
-    has the run in flight, or without a record, jobmon's own outcome stands."""
-    if not end or not eff:
-        return eff
-    c = canonical.classify(canonical.run_end(s, end))
-    if c.outcome == canonical.UNKNOWN:
-        return eff
-    return dict(eff, outcome=c.outcome, outcome_reason=c.reason)
 
 
 def efficiency_rows(e):

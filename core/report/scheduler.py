@@ -5,6 +5,7 @@ why. Read side; the sources may run commands, so only `jobmon query` and reports
 import importlib
 
 from .. import accounting
+from . import canonical
 
 # scheduler tag -> (name people know, module that explains differences)
 KNOWN = {"htcondor": ("HTCondor", ".condor_compare"), "slurm": ("Slurm", ".sacct_compare")}
@@ -21,6 +22,36 @@ def _pick(scheduler, records, job, run):
         return accounting.load("htcondor").pick(records, job, run)
     mine = [r for r in records if r.job == job and (run is None or (r.run or 1) == run)]
     return max(mine, key=lambda r: r.run or 0) if mine else None
+
+
+def ending(summary, end):
+    """The fields of a run's summary that the scheduler's record of that run decides
+    (`end`: Record.as_dict()): its outcome where the scheduler says more than the exit
+    status jobmon saw (held, removed, evicted, cancelled, timed out, out of memory,
+    preempted, node failure; HTCondor's hold and vacate codes), the scheduler's state, and
+    whose job the scheduler says it was. None while the scheduler has the run in flight
+    (or no record of it): jobmon's own outcome stands. The one rule for `jobmon query`,
+    the reports and `jobmon reconcile`, which stores it."""
+    if not end:
+        return None
+    c = canonical.classify(canonical.run_end(summary, end))
+    if c.outcome == canonical.UNKNOWN:
+        return None
+    state = end.get("state") or end.get("status")
+    held = str(state).lower() == "held"
+    return {"outcome": c.outcome, "outcome_reason": c.reason, "outcome_cause": c.cause,
+            "scheduler_state": str(state) if state else "none",
+            "scheduler_code": end.get("hold_code") if held else end.get("vacate_code"),
+            "scheduler_subcode": end.get("hold_subcode") if held else None,
+            "cancelled_by": end.get("cancelled_by"),
+            "scheduler_user": end.get("user") or end.get("owner"), "reconciled": 1}
+
+
+def ends(scheduler, records, job):
+    """{run: the record of that run (Record.as_dict())} of every run of `job` the
+    scheduler recorded."""
+    runs = {r.run for r in records if r.job == job and r.run is not None}
+    return {str(n): _pick(scheduler, records, job, n).as_dict() for n in sorted(runs)}
 
 
 def figures(scheduler, r):
@@ -62,15 +93,16 @@ def allocation(scheduler, r):
 
 
 def record_of(header, summary, cfg, source=None):
-    """{"name", "source", "figures", "allocation", "end", "differences", "note"} for the run
-    `header` describes (scheduler, job, run), or None for `jobmon run` jobs. A source that
-    cannot be asked, or has no record yet, gives a note instead of figures."""
+    """{"name", "source", "figures", "allocation", "end", "runs", "differences", "note"} for
+    the run `header` describes (scheduler, job, run), or None for `jobmon run` jobs ("runs":
+    ends() of every run of the job). A source that cannot be asked, or has no record yet,
+    gives a note instead of figures."""
     scheduler = header.get("scheduler")
     if scheduler not in KNOWN:
         return None
     name, compare_module = KNOWN[scheduler]
     out = {"name": name, "source": None, "figures": [], "allocation": {}, "end": None,
-           "differences": [], "note": None}
+           "runs": {}, "differences": [], "note": None}
     try:
         source = source or accounting.load(scheduler).source(cfg)
     except Exception as e:   # bindings missing, a bad config: the report goes on without it
@@ -90,6 +122,7 @@ def record_of(header, summary, cfg, source=None):
         return out
     cmp = importlib.import_module(compare_module, accounting.__name__)
     out.update(source=rec.source, figures=figures(scheduler, rec),
+               runs=ends(scheduler, records, header["job"]),
                allocation={k: v for k, v in allocation(scheduler, rec).items() if v is not None},
                end=rec.as_dict(), differences=cmp.compare(summary, rec) if summary else [])
     return out
