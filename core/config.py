@@ -47,6 +47,7 @@ SCHEMA = {
         "senders": (int, 2),                  # batches in flight at once
         "retry_initial_seconds": (float, 1.0),
         "retry_max_seconds": (float, 300.0),
+        "max_job_days": (float, 31.0),        # lines timed before now - this are refused
     },
     "condor": {                               # the HTCondor wrapper; docs/htcondor.md
         "enabled": (bool, True),              # false: every job runs unmonitored
@@ -105,7 +106,8 @@ POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
             ("condor", "interval"), ("condor", "min_interval"), ("condor", "max_interval")}
 POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
              ("shipper", "retry_max_seconds")}
-POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds")}
+POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
+             ("shipper", "max_job_days")}
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
                 ("slurm", "end_wait_seconds")}
 POSITIVE.add(("procs", "every_seconds"))

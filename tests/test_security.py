@@ -22,6 +22,7 @@ pytestmark = [pytest.mark.root, needs_test_user]
 
 ATTACKER, VICTIM = "jobmon-test", "jobmon-test2"
 DEAD = "http://127.0.0.1:9"   # nothing listens there: the database is down
+T0 = time.time_ns() - 10**12  # a recent time (the shipper refuses lines timed long ago)
 
 # the attacker's tools: create a spool file of their own (they know its name, they
 # cannot list the spool), rewrite it in place, make odd entries
@@ -165,7 +166,7 @@ def test_a_directory_named_like_a_spool_file_is_set_aside_once(node):
     full = os.path.join(node.spool, "1000000000000000000.999.1.dir.lp")
     attacker("sh", "-c", f"mkdir {full} && touch {full}/x && chmod 700 {full} && "
              f"mkdir {node.spool}/2000000000000000000.999.1.empty.lp")
-    plant(node, b"".join(valid_line(t=10**18 + k) for k in range(3000)))   # over the limit
+    plant(node, b"".join(valid_line(t=T0 + k) for k in range(3000)))   # over the limit
     runs = [node.ship() for _ in range(2)]
     assert "set aside 2 spool entries of user jobmon-test: directory" in runs[0].stderr
     assert "set aside" not in runs[1].stderr and "Traceback" not in runs[1].stderr
@@ -206,7 +207,7 @@ def test_a_sparse_file_with_an_old_name_evicts_nobody_else(node):
     assert len(victims) == 3
     sparse = plant(node, b"", name="1000000000000000000.999.1.sparse.lp")
     attacker("truncate", "-s", "20G", sparse)
-    plant(node, b"".join(valid_line(t=10**18 + k) for k in range(5000)))  # ~250 kB, real
+    plant(node, b"".join(valid_line(t=T0 + k) for k in range(5000)))  # ~250 kB, real
     node.ship("--timeout=0.5", check=False, timeout=60)
     st = status(node)
     assert VICTIM not in st["losses"] and st["losses"][ATTACKER]["over_share"]["files"] >= 2
@@ -262,12 +263,12 @@ def test_files_under_other_names_count_against_their_owner(node):
 
 
 HOLD = r"""
-import fcntl, os, sys
+import fcntl, os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
 fds = []
 for k in range(n):   # as if n samplers ran: files open and locked, under the oldest names
     fd = os.open(os.path.join(d, f"{10**18 + k}.999.1.held.lp"), os.O_WRONLY | os.O_CREAT, 0o640)
-    os.write(fd, b"jobmon_sample,job=held procs=1i %d\n" % (10**18 + k))
+    os.write(fd, b"jobmon_sample,job=held procs=1i %d\n" % (time.time_ns() + k))
     fcntl.flock(fd, fcntl.LOCK_EX)
     fds.append(fd)
 print("ready", flush=True)
@@ -495,7 +496,7 @@ def test_one_user_over_their_share_loses_only_their_own_data(node):
     for n in range(3):
         victim_job(node, f"victim-q{n}")
     victims = spool_entries(node)
-    hog = [plant(node, b"".join(valid_line(t=10**18 + 1000 * n + k) for k in range(1500)),
+    hog = [plant(node, b"".join(valid_line(t=T0 + 1000 * n + k) for k in range(1500)),
                  name=f"{10**18 + n}.999.1.hog.lp") for n in range(8)]
     node.ship("--timeout=0.3", check=False)
     left = spool_entries(node)
@@ -512,9 +513,9 @@ def test_with_nobody_over_their_share_the_largest_holder_loses_first(node):
     """Everybody within their share but the spool over its limit: the largest holder
     loses their oldest data; the others keep theirs."""
     node.write_config(url=DEAD, max_bytes=200_000, max_bytes_per_user=150_000)
-    big = [plant(node, b"".join(valid_line(t=10**18 + k) for k in range(1000)),
+    big = [plant(node, b"".join(valid_line(t=T0 + k) for k in range(1000)),
                  name=f"{10**18 + n}.999.1.big.lp") for n in range(3)]      # 3 x 49 kB
-    small = [plant(node, b"".join(valid_line(t=10**18 + k) for k in range(900)),
+    small = [plant(node, b"".join(valid_line(t=T0 + k) for k in range(900)),
                    user=VICTIM) for _ in range(2)]                            # 2 x 44 kB
     site_files = set(spool_entries(node))
     node.ship("--timeout=0.3", check=False)

@@ -8,12 +8,13 @@ import os
 import pwd
 import stat
 import subprocess
+import time
 
 import pytest
 
 from helpers import JOBMON, as_user, needs_test_user, shared_tmpdir
 from test_security import (ATTACKER, VICTIM, attacker, job_row, node,  # noqa: F401 (node:
-                           status, victim_job)                         # a fixture)
+                           plant, status, valid_line, victim_job)      # a fixture)
 
 pytestmark = [pytest.mark.root, needs_test_user]
 
@@ -109,3 +110,40 @@ def test_a_card_name_claimed_first_by_another_user_gets_them_nothing(tmp_path):
     assert open(card).read().startswith("jobmon: job 5.0 exit code 0 after ")
     peek = subprocess.run(as_user(["cat", card], ATTACKER), capture_output=True)
     assert peek.returncode != 0 and peek.stdout == b""
+
+
+# --- the database's shards ---
+
+WEEK = 7 * 86400 * 10**9
+
+
+def shard_starts(node):
+    """Start times (s) of the database's shards."""
+    import datetime
+    [res] = node.influx.query("SHOW SHARDS", node.db)["results"]
+    rows = [dict(zip(s["columns"], v)) for s in res["series"] for v in s.get("values", [])]
+    return [datetime.datetime.fromisoformat(r["start_time"].replace("Z", "+00:00")).timestamp()
+            for r in rows if r["database"] == node.db]
+
+
+def test_a_shard_bomb_is_refused_and_opens_no_shard(node):
+    """Grammar-valid lines timed where no sampler could write them -- 3,000 points a week
+    apart from 2001 on, a job that claims to have started 40 days ago, a sample two hours
+    ahead of the clock -- are refused: each file quarantined and counted against its
+    owner, no shard opened for them, and the victim's job ships meanwhile."""
+    now = time.time_ns()
+    bombs = [plant(node, b"".join(valid_line(t=10**18 + k * WEEK) for k in range(3000))),
+             plant(node, b"jobmon_job,job=old,scheduler=local interval=1 %d\n"
+                   % (now - 40 * 86400 * 10**9) + valid_line(t=now)),
+             plant(node, valid_line(t=now) + valid_line(t=now + 2 * 3600 * 10**9))]
+    victim_job(node, "victim-shards")
+    r = node.ship()
+    for path in bombs:
+        assert f"quarantined spool file {path}" in r.stderr
+    assert "is timed at" in r.stderr
+    assert job_row(node, "victim-shards")["exit_code"] == 0
+    starts = shard_starts(node)
+    assert starts and all(abs(s - now / 1e9) < 8 * 86400 for s in starts), starts
+    losses = status(node)["losses"]
+    assert losses[ATTACKER]["quarantined"]["files"] == 3 and VICTIM not in losses
+    assert losses[ATTACKER]["quarantined"]["points"] == 3000 + 2 + 2

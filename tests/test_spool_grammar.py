@@ -14,10 +14,11 @@ PLAIN = re.compile(re.sub(rb"([*+?])\+", rb"\1", g.LINE.pattern).replace(b"(?>",
 assert PLAIN.pattern != g.LINE.pattern
 
 
-def plain_first_bad(data):
+def plain_first_bad(data, window=None):
     at = 0
     for line in data.splitlines(keepends=True):
-        if not PLAIN.fullmatch(line) or not g.valid(line):
+        if not PLAIN.fullmatch(line) or not g.valid(line) or \
+                (window and not window[0] <= int(line[-20:-1]) // 10**9 <= window[1]):
             return at
         at += len(line)
     return None
@@ -50,7 +51,7 @@ def spool_lines(draw):
                 values["procs_top"] = draw(tag_value)
         elif draw(st.booleans()):
             values["method"] = draw(tag_value)
-        out.append(lp.point(meas, tags, values, 10**18 + draw(st.integers(0, 10**9))).encode())
+        out.append(lp.point(meas, tags, values, 10**18 + draw(st.integers(0, 10**13))).encode())
     return b"".join(out)
 
 
@@ -80,6 +81,30 @@ def test_checker_answers_like_the_plain_grammar(data):
     want = plain_first_bad(data)
     assert g.Checker().first_bad(data) == want
     assert LEARNING.first_bad(data) == want
+
+
+WINDOW = (10**9 + 2000, 10**9 + 8000)   # seconds; the lines drawn span 10**9 ... + 10**4
+TIMED = g.Checker()
+TIMED.set_window(*WINDOW)
+
+
+@given(data=mutated())
+@settings(max_examples=1500, deadline=None)
+def test_a_checker_with_a_time_window_answers_like_the_grammar_and_the_window(data):
+    want = plain_first_bad(data, WINDOW)
+    fresh = g.Checker()
+    fresh.set_window(*WINDOW)
+    assert fresh.first_bad(data) == want
+    assert TIMED.first_bad(data) == want
+
+
+@given(lo=st.integers(0, 10**7 - 1), span=st.integers(0, 10**7), value=st.integers(0, 10**7 - 1))
+def test_between_matches_the_numbers_of_its_range_and_no_other(lo, span, value):
+    hi = min(lo + span, 10**7 - 1)
+    pattern = re.compile(g.between(b"%07d" % lo, b"%07d" % hi))
+    for v in (value, lo, hi, lo - 1, hi + 1):
+        if 0 <= v < 10**7:
+            assert bool(pattern.fullmatch(b"%07d" % v)) == (lo <= v <= hi)
 
 
 @given(data=spool_lines())

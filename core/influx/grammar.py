@@ -75,8 +75,29 @@ def tag_keys(line):
     return [t.group(1) for t in _TAG.finditer(PARTS.fullmatch(line).group(2))]
 
 
-def shape_pattern(line):
-    """A regex (bytes) for the lines of this line's shape; line must be valid()."""
+def between(lo, hi):
+    """A regex (bytes) for the decimal numbers from lo to hi, both bytes of one length
+    (leading zeros kept)."""
+    n = len(lo)
+    if lo == hi:
+        return re.escape(lo)
+    if lo == b"0" * n and hi == b"9" * n:
+        return b"[0-9]{%d}" % n
+    a, b = lo[0] - 48, hi[0] - 48
+    if a == b:
+        return lo[:1] + b"(?:" + between(lo[1:], hi[1:]) + b")"
+    if n == 1:
+        return b"[%d-%d]" % (a, b)
+    out = [lo[:1] + b"(?:" + between(lo[1:], b"9" * (n - 1)) + b")"]
+    if b - a > 1:
+        out.append(b"[%d-%d][0-9]{%d}" % (a + 1, b - 1, n - 1))
+    out.append(hi[:1] + b"(?:" + between(b"0" * (n - 1), hi[1:]) + b")")
+    return b"(?:" + b"|".join(out) + b")"
+
+
+def shape_pattern(line, time=_TIME):
+    """A regex (bytes) for the lines of this line's shape, timed as `time` matches; line
+    must be valid()."""
     meas, tags, rest = PARTS.fullmatch(line).groups()
     types = FIELD_TYPES[meas]
     out = [re.escape(meas)]
@@ -84,7 +105,7 @@ def shape_pattern(line):
     out.append(b" ")
     out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[types[f.group(1)]]
                          for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" "))))
-    out.append(_TIME)
+    out.append(time)
     return b"".join(out)
 
 
@@ -94,6 +115,19 @@ class Checker:
     def __init__(self):
         self.shapes = []
         self.known = None          # (?:shape|shape|...)*, None until one is learnt
+        self.window = None         # (first, last) second a line's time may be in
+        self.time = _TIME
+
+    def set_window(self, first, last):
+        """From now on refuse lines timed outside [first, last] (whole seconds since the
+        epoch): the window is part of each learnt shape, so checking it costs no more
+        than matching the digits did. A new window forgets the shapes."""
+        first, last = max(first, 10**9), min(last, 9 * 10**9 - 1)   # 19-digit times
+        if (first, last) == self.window:
+            return
+        self.window = (first, last)
+        self.time = b" " + between(b"%d" % first, b"%d" % last) + b"[0-9]{9}\n"
+        self.shapes, self.known = [], None
 
     def first_bad(self, data):
         """None when data is whole lines of jobmon line protocol, else the offset of the
@@ -105,10 +139,23 @@ class Checker:
             if pos == end:
                 return None
             m = LINE.match(data, pos)
-            if m is None or not valid(data[pos:m.end()]):
+            if m is None or not valid(data[pos:m.end()]) or not self.timely(data, m.end()):
                 return pos
             self._learn(data[pos:m.end()])
             pos = m.end()
+
+    def timely(self, data, end):
+        """Is the line ending at `end` (a LINE match) timed within the window?"""
+        return self.window is None or \
+            self.window[0] <= int(data[end - 20:end - 10]) <= self.window[1]
+
+    def why_bad(self, line):
+        """What is wrong with a line first_bad() refused (ending in a newline)."""
+        m = LINE.fullmatch(line)
+        if m is None or not valid(line):
+            return "is not jobmon line protocol"
+        return (f"is timed at {int(line[-20:-10])} s, outside {self.window[0]} ... "
+                f"{self.window[1]} s since the epoch")
 
     def relearn(self):
         """Forget the shapes once the table is full: lines that do not fit a learnt shape
@@ -119,7 +166,7 @@ class Checker:
     def _learn(self, line):
         if len(self.shapes) >= MAX_SHAPES:
             return     # still checked, line by line, with the whole grammar
-        pattern = shape_pattern(line)
+        pattern = shape_pattern(line, self.time)
         if pattern not in self.shapes:
             self.shapes.append(pattern)
             self.known = re.compile(_atomic(b"(?%>(?:") + b"|".join(self.shapes) + b")*)")

@@ -12,6 +12,7 @@ and that tag is kept.
 """
 import os
 import re
+import time
 
 from ..influx import grammar
 from ..influx import lineprotocol as lp
@@ -25,6 +26,19 @@ _JOB = schema.JOB.encode()
 # in a job's end point (a user could fake them only for their own jobs: see stamp())
 _ENDED = b"ended=1i"
 _LOST = re.compile(rb"[ ,]lost_points=([0-9]+)i[ ,]")
+
+
+FUTURE_SECONDS = 3600    # a line may be timed this far ahead of the shipper's clock
+WINDOW_STEP = 600        # the window moves in steps (each step relearns the line shapes)
+
+
+def time_window(now, max_job_seconds):
+    """(first, last) second a spool line may be timed in: what a sampler can write -- its
+    job's start at the earliest, the time of writing at the latest -- with the job's
+    start (the writer's word) bounded by the shipper's clock. In steps, widened."""
+    first = int(now - max_job_seconds) // WINDOW_STEP * WINDOW_STEP
+    last = -(-int(now + FUTURE_SECONDS) // WINDOW_STEP) * WINDOW_STEP
+    return first, last
 
 
 class FilePart:
@@ -67,14 +81,21 @@ class Batch:
 
 
 class LineReader:
-    def __init__(self, host, cluster, batch_bytes):
+    def __init__(self, host, cluster, batch_bytes, max_job_days=31.0):
         self.host, self.cluster, self.batch_bytes = host, cluster, batch_bytes
+        self.max_job_days = max_job_days
         self.trusted = {0, os.geteuid()}     # owners whose files may say the user
         self.node_prefix = "".join(f"{lp.tag(k)}={lp.tag(v)}," for k, v in
                                    (("cluster", cluster), ("host", host)) if v).encode()
         self.checker = grammar.Checker()
         self.owner_prefix = {}
         self.line_bytes = 512        # running estimate, sizes the reads
+
+    def new_pass(self):
+        """Before each pass: the time window moves with the clock (a line timed outside
+        it would open shards no sampler's data needs: docs/security.md)."""
+        self.checker.relearn()
+        self.checker.set_window(*time_window(time.time(), self.max_job_days * 86400))
 
     def read(self, sf, max_bytes, max_points):
         """(line protocol ready to send, points, new offset, the keys of the jobs whose end
@@ -105,7 +126,8 @@ class LineReader:
         at = self.checker.first_bad(data)
         if at is not None:
             n = data.count(b"\n", 0, at) + 1
-            sf.bad = f"line {n} of this read (byte {sf.offset + at}) is not jobmon line protocol"
+            line = data[at:data.index(b"\n", at) + 1]
+            sf.bad = f"line {n} of this read (byte {sf.offset + at}) {self.checker.why_bad(line)}"
             return None
         end = sf.offset + len(data)
         sf.offset = end

@@ -55,7 +55,7 @@ class Shipper:
         sp = cfg["spool"]
         self.spool = SpoolDir(sp["dir"], sp["max_bytes"], sp["max_bytes_per_user"],
                               self.batch_bytes, self.state)
-        self.lines = LineReader(self.host, self.cluster, self.batch_bytes)
+        self.lines = LineReader(self.host, self.cluster, self.batch_bytes, sh["max_job_days"])
         self.pending_since = None
         self.last_metrics = 0.0
         self.senders = sh["senders"]
@@ -78,7 +78,7 @@ class Shipper:
     def _pass(self, final):
         """One scan of the spool. False when a refused batch cut it short."""
         files = self.spool.scan()
-        self.lines.checker.relearn()
+        self.lines.new_pass()
         try:
             batch = Batch()
             for sf in files:
