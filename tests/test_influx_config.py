@@ -2,6 +2,8 @@
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jobmon import config
 
@@ -94,6 +96,12 @@ def test_config_check_command_reports_a_bad_file(tmp_path):
     ('[influxdb]\nurl = "db.example.org:8086"\n', r":2: influxdb.url must be http://HOST"),
     ('[influxdb]\nurl = "ftp://db"\n', r"influxdb.url must be http://HOST"),
     ('[influxdb]\nurl = "http://db:80x"\n', r"influxdb.url has a bad port"),
+    ('[influxdb]\nurl = "http://[::1"\n', r":2: influxdb.url has a bad IPv6 address"),
+    ('[influxdb]\nurl = "http://[::1]x"\n', r"influxdb.url has a bad IPv6 address"),
+    ('[influxdb]\nurl = "http://db]:8086"\n', r"influxdb.url has a bad IPv6 address"),
+    ('[influxdb]\nurl = "http://a b"\n', r"influxdb.url must be ASCII without spaces"),
+    ('[influxdb]\nurl = "http://db/x?y"\n', r"influxdb.url must not have a \?query"),
+    ('[influxdb]\nurl = "http://me:secret@db"\n', r"influxdb.url must not hold credentials"),
 ])
 def test_values_that_cannot_work_are_refused_with_the_key(tmp_path, text, error):
     """A hot retry loop, a spool limit of nothing, batches too small for one line, a URL
@@ -138,3 +146,34 @@ def test_a_secret_that_is_not_a_text_file_is_an_error_not_a_traceback(tmp_path, 
                            text=True, timeout=30, env=dict(os.environ, JOBMON_SHIPPER_STATE_DIR=str(
                                tmp_path / "state"), JOBMON_SPOOL_DIR=str(tmp_path / "spool")))
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", [["config", "check"], ["ship"], ["query", "4711.0"],
+                                     ["list"], ["report"]])
+def test_a_url_that_urllib_refuses_is_one_line_and_exit_2(tmp_path, command):
+    """`url = "http://[::1"` (no closing bracket): every command that reads the config
+    says so in one line, naming the key, and exits 2 -- none gets as far as a traceback."""
+    import subprocess
+    from helpers import JOBMON
+    p = write(tmp_path, '[store]\nkind = "influxdb"\n[influxdb]\nurl = "http://[::1"\n')
+    r = subprocess.run([JOBMON, *command], env=dict(os.environ, JOBMON_CONFIG=p),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "influxdb.url has a bad IPv6 address" in r.stderr
+
+
+@given(st.text(alphabet="[]:/@?#%ab1.ef v", max_size=24))
+@settings(max_examples=2000, deadline=None)
+def test_a_url_the_config_takes_is_one_urllib_and_http_client_take(tail):
+    """Whatever URL passes the config's check, the readers (urllib) and the shipper
+    (http.client) can use: no ValueError is left for them to raise."""
+    import http.client
+    import urllib.parse
+    import urllib.request
+    url = "http://" + tail
+    if config.url_problem(url) is not None:
+        return
+    u = urllib.parse.urlsplit(url)
+    assert u.hostname and (u.port is None or 0 < u.port < 65536)
+    http.client.HTTPConnection(u.netloc)
+    urllib.request.Request(url.rstrip("/") + "/query")

@@ -122,3 +122,46 @@ def test_job_ref_parsing():
     assert g.matches({"job": "1.0", "tags": {"GlobalJobId": "s#1.0#5"}})
     assert not g.matches({"job": "1.0", "tags": {"GlobalJobId": "t#1.0#5"}})
     assert parse("a.b").exact == ("a.b",) and not parse("a.b").group
+
+
+WRONG_SHAPES = [b"[]", b'{"results": "x"}', b'{"results": [5]}',
+                b'{"results": [{"series": {"columns": []}}]}',
+                b'{"results": [{"series": [{"columns": ["time", "job"], "values": 5}]}]}',
+                b'{"results": [{"series": [{"columns": ["time", "job"], "values": [["x", 1]]}]}]}',
+                b'{"results": [{"series": [{"columns": ["time", "job"], "values": [[1, 2]]}]}]}']
+
+
+@pytest.mark.parametrize("body", WRONG_SHAPES)
+def test_an_answer_that_is_not_influxdbs_is_one_line_not_a_traceback(tmp_path, body):
+    """Something else answers at the configured URL, with JSON of another shape: `jobmon
+    query`, `list` and `report` say so in one line and exit 1."""
+    import http.server
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        config = tmp_path / "jobmon.toml"
+        config.write_text(f'[store]\nkind = "influxdb"\n[influxdb]\n'
+                          f'url = "http://127.0.0.1:{server.server_address[1]}"\n')
+        env = {"JOBMON_CONFIG": str(config), "PATH": "/usr/bin:/bin"}
+        for argv in (["query", "4711.0"], ["list"], ["report", "--by", "user"]):
+            r = jobmon(*argv, env=env)
+            assert r.returncode == 1, (argv, r.stdout, r.stderr)
+            assert r.stderr.startswith("jobmon: http://127.0.0.1:") and \
+                "the answer is not InfluxDB's" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -193,7 +193,10 @@ def sample_from_row(row):
 
 
 def _json(text, default):
+    """The JSON text of a field, or `default` where it is none, not JSON or of another
+    kind (a list where an object belongs)."""
     try:
-        return json.loads(text) if text else default
-    except ValueError:
+        value = json.loads(text) if text else default
+    except (TypeError, ValueError):
         return default
+    return value if isinstance(value, type(default)) else default

@@ -36,6 +36,42 @@ def tag_literal(value):
     return quote_string(lp.clean_tag(value))
 
 
+def answer_rows(answer, url):
+    """The rows of every series of an InfluxQL answer, as dicts with the tags merged in;
+    InfluxError where the answer reports an error, or does not have InfluxDB's shape
+    (something else answers at that URL)."""
+    def not_influx(what):
+        return InfluxError(f"{url}: the answer is not InfluxDB's ({what})")
+    results = answer.get("results", []) if isinstance(answer, dict) else None
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        raise not_influx("no list of results")
+    out = []
+    for res in results:
+        if "error" in res:
+            raise InfluxError(f"InfluxDB: {res['error']}"[:1000])
+        series = res.get("series", [])
+        if not isinstance(series, list) or not all(map(_is_series, series)):
+            raise not_influx("a series without its columns, time and values")
+        for s in series:
+            tags = s.get("tags") or {}
+            for v in s.get("values", []):
+                row = dict(zip(s["columns"], v))
+                if not isinstance(row.get("time"), int):
+                    raise not_influx(f"a time that is not in ns: {row.get('time')!r}"[:200])
+                row.update(tags)
+                if not all(isinstance(row.get(t, ""), (str, type(None))) for t in schema.ALL_TAGS):
+                    raise not_influx("a tag that is not text")
+                out.append(row)
+    return out
+
+
+def _is_series(s):
+    values = s.get("values", []) if isinstance(s, dict) else None
+    return (isinstance(values, list) and all(isinstance(v, list) for v in values)
+            and isinstance(s.get("tags") or {}, dict) and isinstance(s.get("columns"), list)
+            and all(isinstance(c, str) for c in s["columns"]) and "time" in s["columns"])
+
+
 class InfluxStore(Store):
     def __init__(self, url, database, username="", password="", token="", timeout=10.0):
         self.url = url.rstrip("/") + "/query"
@@ -68,18 +104,7 @@ class InfluxStore(Store):
             raise InfluxError(f"{self.url}: {e}")
         except ValueError as e:    # not JSON: not an InfluxDB (a proxy's error page ...)
             raise InfluxError(f"{self.url}: the answer is not InfluxDB's ({e})")
-        out = []
-        for res in answer.get("results", []):
-            if "error" in res:
-                raise InfluxError(f"InfluxDB: {res['error']}")
-            for s in res.get("series", []):
-                tags = s.get("tags") or {}
-                cols = s["columns"]
-                for v in s["values"]:
-                    row = dict(zip(cols, v))
-                    row.update(tags)
-                    out.append(row)
-        return out
+        return answer_rows(answer, self.url)
 
     # --- read interface ---
     def jobs(self, limit=20):
