@@ -17,15 +17,17 @@ SCHEMA = {
         "kind": (str, "local"),               # "local" (embedded file) or "influxdb"
     },
     "influxdb": {
+        "version": (int, 1),                  # the server: 1, 2 or 3 (docs/influxdb3.md)
         "api": (str, "v1"),                   # "v1" (/write) or "v2" (influxdb-client)
         "url": (str, "http://127.0.0.1:8086"),
-        "database": (str, "jobmon"),          # v1 database; also the InfluxQL read db
+        "database": (str, "jobmon"),          # job summaries (v1/v3 database); InfluxQL reads
+        "samples_database": (str, ""),        # raw samples elsewhere; "": with the summaries
         "retention_policy": (str, ""),        # v1; "" = the database's default
         "username": (str, ""),                # v1
         "password_file": (str, ""),           # v1
         "org": (str, ""),                     # v2
         "bucket": (str, ""),                  # v2
-        "token_file": (str, ""),              # v2 (and InfluxQL reads from 2.x/3.x)
+        "token_file": (str, ""),              # 2.x, 3.x: sent on every request
         "query_database": (str, ""),          # InfluxQL db for reads; default: database
         "timeout_seconds": (float, 10.0),
         "verify_tls": (bool, True),
@@ -98,6 +100,7 @@ SCHEMA = {
     },
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
+           ("influxdb", "version"): (1, 2, 3),
            ("condor", "warnings"): ("syslog", "stderr", "none"),
            ("slurm", "accounting"): ("auto", "sacct", "pyslurm"),
            ("report", "card"): ("off", "stderr", "file", "mail")}
@@ -140,6 +143,14 @@ class Config:
     @property
     def uses_influxdb(self):
         return self.values["store"]["kind"] == "influxdb"
+
+    @property
+    def databases(self):
+        """(summaries, samples): the databases (v2: buckets) jobmon writes to; the same
+        name twice where the site keeps everything in one."""
+        c = self.values["influxdb"]
+        main = c["bucket"] if c["api"] == "v2" and c["bucket"] else c["database"]
+        return main, c["samples_database"] or main
 
     def secret(self, key):
         """The secret whose file `influxdb.<key>` names ("" when none is configured)."""
@@ -236,13 +247,20 @@ def _check_shipping(values, path, text):
     """Checks of the InfluxDB path that involve more than one key's type."""
     def fail(key, msg):
         raise ConfigError(f"{_where(path, text, key.split('.')[1])}{key} {msg}")
-    sp, sh, url = values["spool"], values["shipper"], values["influxdb"]["url"]
-    problem = url_problem(url)
+    sp, sh, db = values["spool"], values["shipper"], values["influxdb"]
+    problem = url_problem(db["url"])
     if problem:
         fail("influxdb.url", problem)
     if sp["max_bytes"] < MIN_SHARE_BYTES:
         fail("spool.max_bytes", f"must be at least {MIN_SHARE_BYTES} (one job's file and "
              f"the room kept for its end-of-job record), not {sp['max_bytes']}")
+    if db["version"] == 3 and not db["token_file"]:
+        fail("influxdb.token_file", "must name the token's file: InfluxDB 3 refuses every "
+             "request without a token (docs/influxdb3.md)")
+    if db["version"] == 3 and db["retention_policy"]:
+        fail("influxdb.retention_policy", "must be empty: InfluxDB 3 has no retention "
+             "policies (it would write to a database named DATABASE/POLICY); give the raw "
+             "samples their own database with its own retention period (samples_database)")
     if sp["max_bytes_per_user"] > sp["max_bytes"]:
         fail("spool.max_bytes_per_user", f"({sp['max_bytes_per_user']}) must not be more "
              f"than spool.max_bytes ({sp['max_bytes']})")
@@ -311,7 +329,7 @@ def _check(section, key, value, where):
         raise ConfigError(f"{where}{section}.{key} must be a finite number, not {value!r}")
     choices = CHOICES.get((section, key))
     if choices and value not in choices:
-        raise ConfigError(f"{where}{section}.{key} must be one of {', '.join(choices)}, "
+        raise ConfigError(f"{where}{section}.{key} must be one of {', '.join(map(str, choices))}, "
                           f"not {value!r}")
     return value
 

@@ -30,7 +30,8 @@ def queries(dash):
             yield f"panel {p['title']!r} {t['refId']}", t
     for v in dash["templating"]["list"]:
         if v["type"] == "query":
-            yield f"variable {v['name']!r}", {"query": v["query"], "resultFormat": "table"}
+            yield f"variable {v['name']!r}", {"query": v["query"], "resultFormat": "table",
+                                              "datasource": v["datasource"]}
 
 
 # --- substitution, as Grafana 11.6 does it ---------------------------------------------------

@@ -13,13 +13,17 @@ SERVICE_USER, SERVICE_GROUP = "nobody", "nogroup"   # a shipper that is not root
 
 
 class Site:
-    def __init__(self, influx, tmp_path, name, **shipper):
+    def __init__(self, influx, tmp_path, name, samples_apart=False, **shipper):
         self.influx = influx
         # the spool must be reachable by the unprivileged test users
         self.dir = tempfile.mkdtemp(prefix="jobmon-site-")
         os.chmod(self.dir, 0o755)
         self.db = "t_" + re.sub(r"\W", "_", name)[:40]
         influx.create_db(self.db)
+        self.samples_db = self.db      # the raw samples' database (InfluxDB 3's layout)
+        if samples_apart:
+            self.samples_db = self.db + "_raw"
+            influx.create_db(self.samples_db)
         self.spool = os.path.join(self.dir, "spool")
         self.state = os.path.join(self.dir, "state")
         self.config = os.path.join(self.dir, "jobmon.toml")
@@ -33,9 +37,11 @@ class Site:
         max_bytes = shipper.pop("max_bytes", 1 << 30)
         per_user = shipper.pop("max_bytes_per_user", 0)
         extra = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in shipper.items())
+        apart = f'samples_database = "{self.samples_db}"\n' if self.samples_db != self.db else ""
         with open(self.config, "w") as f:
             f.write(f'[store]\nkind = "influxdb"\n'
                     f'[influxdb]\nurl = "{url or self.influx.url}"\ndatabase = "{self.db}"\n'
+                    f'{apart}'
                     f'[spool]\ndir = "{self.spool}"\nmax_bytes = {max_bytes}\n'
                     f'max_bytes_per_user = {per_user}\n'
                     f'[shipper]\nstate_dir = "{self.state}"\n{extra}')

@@ -135,6 +135,46 @@ def test_every_dashboard_has_the_issue_variables_and_links():
         assert "/d/jobmon-job/jobmon-job?var-job=" in text[n], n
 
 
+def datasource_files():
+    """{file: [{key: value}]} of the provisioning files: each data source's flat keys
+    (their YAML is one `key: value` a line, a data source per `- ` item)."""
+    out = {}
+    base = os.path.join(gm.GRAFANA, "provisioning")
+    for d in ("datasources", "datasources-other"):
+        for name in sorted(os.listdir(os.path.join(base, d))):
+            items = out[name] = []
+            for line in open(os.path.join(base, d, name), encoding="utf-8"):
+                m = re.match(r"\s*(- )?([A-Za-z0-9]+): *([^#]*?)\s*(#.*)?$", line)
+                if m and m.group(1):
+                    items.append({})
+                if m and items and m.group(3):
+                    items[-1][m.group(2)] = m.group(3)
+    return out
+
+
+def test_the_datasource_files_keep_in_step_with_the_dashboards_and_influxdb3():
+    """Every provisioning file defines the two data sources the dashboards default to;
+    the InfluxDB 3 file reads the two databases the jobmon config of docs/influxdb3.md
+    writes, with a token (3.x takes no user and password)."""
+    files = datasource_files()
+    defaults = {v["current"]["value"] for d in DASHBOARDS.values()
+                for v in d["templating"]["list"] if v["type"] == "datasource"}
+    assert defaults == {"jobmon-influxdb", "jobmon-influxdb-samples"}
+    for name, sources in files.items():
+        assert {s["uid"] for s in sources} == defaults, name
+        assert all(s["version"] == "InfluxQL" and s["type"] == "influxdb" for s in sources)
+    v3 = {s["uid"]: s for s in files["jobmon-influxdb-v3.yaml"]}
+    with open(os.path.join(REPO, "docs", "influxdb3.md"), encoding="utf-8") as f:
+        doc = f.read()
+    conf = dict(re.findall(r'^\s*(database|samples_database) = "([^"]+)"', doc, re.M))
+    assert v3["jobmon-influxdb"]["dbName"] == conf["database"]
+    assert v3["jobmon-influxdb-samples"]["dbName"] == conf["samples_database"]
+    for s in v3.values():
+        assert "user" not in s and "password" not in s
+        assert s["httpHeaderName1"] == "Authorization"
+        assert s["httpHeaderValue1"].split()[0] in ("Bearer", "Token")
+
+
 # --- a real InfluxDB with real jobs -------------------------------------------------------
 
 def run_job(site, job_id, seconds, code=0, user="jobmon-test", tags=()):
@@ -182,7 +222,7 @@ def filled(influx_server, tmp_path_factory):
     number, a quarantined file; every node shipped twice."""
     from gpu_node_site import GpuNode
     from influx_site import Site
-    site = Site(influx_server, tmp_path_factory.mktemp("grafana"), "grafana")
+    site = Site(influx_server, tmp_path_factory.mktemp("grafana"), "grafana", samples_apart=True)
     site.prepare()
     t0 = time.time()
     for k in (1, 2):            # an array; its second task fails
@@ -220,8 +260,10 @@ STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limit
            "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 
-def run_query(site, q):
-    res = site.influx.query(q, site.db)["results"][0]
+def run_query(site, q, source=None):
+    """q on the database of its data source (the samples' or the summaries')."""
+    db = site.samples_db if (source or {}).get("uid") == "${samples}" else site.db
+    res = site.influx.query(q, db)["results"][0]
     assert "error" not in res, f"{q}\n-> {res['error']}"
     return res.get("series", [])
 
@@ -261,7 +303,7 @@ def test_every_query_returns_typed_data_from_real_jobs(filled, name):
         if v["type"] != "query":
             continue
         q = gm.substitute(v["query"], variables, values, options, from_ms, to_ms)
-        series = run_query(site, q)
+        series = run_query(site, q, v["datasource"])
         check_typed(f"variable {v['name']}", q, series)
         options[v["name"]] = [row[1] for s in series for row in s["values"]]
         picked = values[v["name"]]
@@ -274,7 +316,7 @@ def test_every_query_returns_typed_data_from_real_jobs(filled, name):
             continue
         q = gm.substitute(t["query"], variables, values, options, from_ms, to_ms)
         try:
-            check_typed(where, q, run_query(site, q))
+            check_typed(where, q, run_query(site, q, t["datasource"]))
         except AssertionError as e:
             failed.append(str(e).split("\nassert")[0])
     assert not failed, "\n".join(failed)
@@ -294,7 +336,7 @@ def test_multi_value_and_all_select_what_grafana_would(filled):
         q = gm.substitute(t["query"], variables, {"cluster": cluster, "account": gm.ALL,
                                                   "group": gm.ALL, "user": gm.ALL},
                           opts, from_ms, to_ms)
-        series = run_query(site, q)
+        series = run_query(site, q, t["datasource"])
         return series[0]["values"][0][1] if series else 0
 
     assert count(["alpha"]) == 1 and count(["beta"]) == 2
@@ -316,10 +358,11 @@ def test_the_job_view_shows_the_jobs_own_figures(filled):
     by_title = {p["title"]: p for p in gm.panels(dash)}
 
     def rows(title, ref=0):
-        q = gm.substitute(by_title[title]["targets"][ref]["query"], variables,
-                          SCENARIOS["jobmon-job.json"], {}, from_ms, to_ms)
+        t = by_title[title]["targets"][ref]
+        q = gm.substitute(t["query"], variables, SCENARIOS["jobmon-job.json"], {}, from_ms,
+                          to_ms)
         return [dict(zip(s["columns"], v), **(s.get("tags") or {}))
-                for s in run_query(site, q) for v in s["values"]]
+                for s in run_query(site, q, t["datasource"]) for v in s["values"]]
 
     util = [r["util"] for r in rows("GPU utilization") if r["util"] is not None]
     assert util and max(util) == 98                      # tests/fixtures/gpu/h100x2.json

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from helpers import JOBMON
+from helpers import JOBMON, REPO
 from jobmon.influx.schema import MAX_LINE_BYTES
 from jobmon.sinks.spool import SpoolSink
 from servers import Influx
@@ -282,3 +282,30 @@ def test_v2_api_through_influxdb_client_into_victoria_metrics(victoria_server, s
     spool_job(site.spool, "vm-job2", 2)
     assert site.ship("--timeout=0.2", check=False).returncode == 75
     assert [f for f in os.listdir(site.spool) if f.endswith(".lp")]
+
+
+def test_samples_in_their_own_database_on_1x(influx_server, tmp_path):
+    """The layout InfluxDB 3 needs (one retention per database), on a real 1.6.7: the
+    databases made by deploy/create-influxdb.sh with their policies, the raw samples
+    shipped to the samples' database and only there, the job summaries and the shipper's
+    points to the other, and `jobmon query` reading each from its own."""
+    from influx_site import Site
+    site = Site(influx_server, tmp_path, "apart", samples_apart=True)
+    try:
+        subprocess.run(["sh", os.path.join(REPO, "deploy", "create-influxdb.sh"),
+                        influx_server.url, site.db, "730d", site.samples_db, "30d"],
+                       check=True, capture_output=True)
+        policies = {db: [r["name"] for r in site.influx.rows("SHOW RETENTION POLICIES", db)
+                         if r["default"]] for db in (site.db, site.samples_db)}
+        assert policies == {site.db: ["jobmon_730d"], site.samples_db: ["jobmon_30d"]}
+        site.prepare()
+        site.jobmon("run", "--interval=0.1", "--job-id=apart", "--", "sleep", "0.5")
+        site.ship()
+        got = {db: {r["name"] for r in site.influx.rows("SHOW MEASUREMENTS", db)}
+               for db in (site.db, site.samples_db)}
+        assert got == {site.db: {"jobmon_job", "jobmon_shipper"},
+                       site.samples_db: {"jobmon_sample"}}
+        rep = json.loads(site.jobmon("query", "--json", "apart").stdout)
+        assert len(rep["samples"]) == rep["summary"]["samples"] >= 4
+    finally:
+        site.close()

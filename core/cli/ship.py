@@ -106,8 +106,10 @@ def register(app):
         if cfg.uses_influxdb:
             c = cfg["influxdb"]
             sp = cfg["spool"]
-            typer.echo(f"influxdb: api {c['api']} at {c['url']}; spool {sp['dir']} "
-                       f"(max {sp['max_bytes']} bytes, {sp['max_bytes_per_user']} per user)")
+            typer.echo(f"influxdb: version {c['version']}, api {c['api']} at {c['url']}; "
+                       f"spool {sp['dir']} (max {sp['max_bytes']} bytes, "
+                       f"{sp['max_bytes_per_user']} per user)")
+            typer.echo("databases: summaries {}, samples {}".format(*cfg.databases))
             if secrets:
                 from ..config import ConfigError
                 for key in ("token_file", "password_file"):

@@ -34,6 +34,9 @@ def _atomic(pattern):
 
 
 _TEXT = _atomic(rb"[^,= \\\n]*%+(?%>(?:\\[^\n][^,= \\\n]*%+)*)")   # escaped key or tag value
+# a tag's key and value are never empty: InfluxDB refuses a line with `k=` (3.x: "tag
+# values may not be empty"), and with it the whole spool file the line came from
+_TAG_TEXT = rb"(?=[^,= \n])" + _TEXT
 _STR = _atomic(rb'"[^"\\\n]*%+(?%>(?:\\[^\n][^"\\\n]*%+)*)"')
 _FLOAT = _atomic(rb"-?%+(?%>[0-9]+%+\.?%+[0-9]*%+|\.[0-9]+%+)(?%>(?:[eE][+-]?%+[0-9]+%+)?)")
 _NUM = _FLOAT + _atomic(rb"i?%+")
@@ -41,8 +44,8 @@ _VALUE = rb"(?:" + _NUM + rb"|" + _STR + rb"|true|false)"
 _FIELD = _TEXT + rb"=" + _VALUE
 _MEAS = rb"(?:" + b"|".join(m.encode() for m in schema.MEASUREMENTS) + rb")"
 _TIME = rb" [0-8][0-9]{18}\n"   # ns since the epoch, up to 2255; within int64
-LINE = re.compile(_MEAS + _atomic(rb"(?%>(?:," + _TEXT + rb"=" + _TEXT + rb")+) ") + _FIELD
-                  + _atomic(rb"(?%>(?:," + _FIELD + rb")*)") + _TIME)
+LINE = re.compile(_MEAS + _atomic(rb"(?%>(?:," + _TAG_TEXT + rb"=" + _TAG_TEXT + rb")+) ")
+                  + _FIELD + _atomic(rb"(?%>(?:," + _FIELD + rb")*)") + _TIME)
 PARTS = re.compile(rb"(" + _MEAS + rb")((?:," + _TEXT + rb"=" + _TEXT + rb")+)( .*\n)",
                    re.S)    # measurement, tags, the rest
 _TAG = re.compile(rb",(" + _TEXT + rb")=(" + _TEXT + rb")")
@@ -101,7 +104,7 @@ def shape_pattern(line, time=_TIME):
     meas, tags, rest = PARTS.fullmatch(line).groups()
     types = FIELD_TYPES[meas]
     out = [re.escape(meas)]
-    out += [b"," + re.escape(t.group(1)) + b"=" + _TEXT for t in _TAG.finditer(tags)]
+    out += [b"," + re.escape(t.group(1)) + b"=" + _TAG_TEXT for t in _TAG.finditer(tags)]
     out.append(b" ")
     out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[types[f.group(1)]]
                          for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" "))))

@@ -19,6 +19,9 @@ JOB = "jobmon_job"
 SHIPPER = "jobmon_shipper"
 PROCS = "jobmon_procs"             # the per-process breakdown, every [procs] every_seconds
 MEASUREMENTS = (SAMPLE, JOB, PROCS)   # what a spool file may hold
+# the raw series, in `influxdb.samples_database` when the site keeps them apart from the
+# summaries (a short retention for these, a long one for the rest: docs/influxdb3.md)
+SAMPLE_MEASUREMENTS = (SAMPLE, PROCS)
 
 # tags set by the node shipper, overriding whatever a spool file says (kernel-checked
 # owner, the node's name, the site's cluster name)

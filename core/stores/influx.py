@@ -1,6 +1,8 @@
 """Read jobs back from InfluxDB with InfluxQL over `/query` (1.x natively, 2.x through
 its v1 API with a DBRP mapping, 3.x natively). Same read interface as the embedded
-store, so `jobmon query` / `jobmon list` render the same report from either.
+store, so `jobmon query` / `jobmon list` render the same report from either. The raw
+samples may live in a database of their own (`influxdb.samples_database`); the queries
+never name a database or retention policy in FROM, which InfluxDB 3 refuses.
 
 Queries name every column they read, tags as `"k"::tag` and fields as `"k"::field` (never
 `SELECT *`, where a field named like a tag would take its place), and look ids and users
@@ -73,9 +75,11 @@ def _is_series(s):
 
 
 class InfluxStore(Store):
-    def __init__(self, url, database, username="", password="", token="", timeout=10.0):
+    def __init__(self, url, database, username="", password="", token="", timeout=10.0,
+                 samples_database=""):
         self.url = url.rstrip("/") + "/query"
         self.database = database
+        self.samples_database = samples_database or database
         self.timeout = timeout
         self.headers = {"Accept": "application/json"}
         if token:
@@ -87,13 +91,15 @@ class InfluxStore(Store):
     @classmethod
     def from_config(cls, cfg):
         c = cfg["influxdb"]
-        db = c["query_database"] or (c["bucket"] if c["api"] == "v2" else c["database"])
-        return cls(c["url"], db, c["username"], cfg.secret("password_file"),
-                   cfg.secret("token_file"), c["timeout_seconds"])
+        summaries, samples = cfg.databases
+        return cls(c["url"], c["query_database"] or summaries, c["username"],
+                   cfg.secret("password_file"), cfg.secret("token_file"),
+                   c["timeout_seconds"], samples)
 
-    def rows(self, q):
+    def rows(self, q, database=None):
         """Rows of every series of the answer, as dicts with the tags merged in."""
-        body = urllib.parse.urlencode({"db": self.database, "q": q, "epoch": "ns"}).encode()
+        body = urllib.parse.urlencode({"db": database or self.database, "q": q,
+                                       "epoch": "ns"}).encode()
         req = urllib.request.Request(self.url, data=body, headers=self.headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
@@ -174,7 +180,8 @@ class InfluxStore(Store):
                              if point.get(k) is not None)
         order = f" ORDER BY time DESC LIMIT {int(last)}" if last else " ORDER BY time"
         rows = self.rows(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
-                         f'WHERE {where} AND time >= {point["time"] - 10**6}{order}')
+                         f'WHERE {where} AND time >= {point["time"] - 10**6}{order}',
+                         self.samples_database)
         out = [schema.procs_from_row(r) for r in rows]
         return out[::-1] if last else out
 
@@ -188,5 +195,5 @@ class InfluxStore(Store):
             end = f" AND time <= {int((end_time + 60) * 1e9)}"   # (a forged 1e308: none)
         rows = self.rows(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
-                         f'ORDER BY time')  # the start is µs-rounded
+                         f'ORDER BY time', self.samples_database)  # the start is µs-rounded
         return [schema.sample_from_row(r) for r in rows]

@@ -1,5 +1,6 @@
-"""InfluxDB 1.x `POST /write`: a keep-alive HTTP connection per sender thread, gzip bodies,
-ns precision."""
+"""`POST /write`: InfluxDB 1.x, and the v1-compatible endpoint of 2.x and 3.x (which take a
+token: `Authorization: Token`). A keep-alive HTTP connection per sender thread, gzip
+bodies, ns precision."""
 import base64
 import http.client
 import ssl
@@ -7,12 +8,12 @@ import threading
 import urllib.parse
 import zlib
 
-from . import SendError, Transport, brief, data_refused
+from . import SendError, Transport, failure
 
 
 class V1Transport(Transport):
     def __init__(self, url, database, rp="", username="", password="", timeout=10.0,
-                 verify_tls=True, gzip=True):
+                 verify_tls=True, gzip=True, token=""):
         self.gzip = gzip
         u = urllib.parse.urlsplit(url)
         self.https = u.scheme == "https"
@@ -24,7 +25,9 @@ class V1Transport(Transport):
             q["rp"] = rp
         self.path = u.path.rstrip("/") + "/write?" + urllib.parse.urlencode(q)
         self.headers = {"Content-Type": "text/plain; charset=utf-8"}
-        if username or password:
+        if token:
+            self.headers["Authorization"] = "Token " + token
+        elif username or password:
             cred = base64.b64encode(f"{username}:{password}".encode()).decode()
             self.headers["Authorization"] = "Basic " + cred
         self.local = threading.local()   # http.client connections are not thread-safe
@@ -65,8 +68,7 @@ class V1Transport(Transport):
             return
         if r.status == 400 and "beyond retention policy" in text:
             return  # written, except points older than the retention policy keeps
-        raise SendError(f"HTTP {r.status}: {brief(text)}", r.status,
-                        retry=not data_refused(r.status))
+        raise failure(r.status, text)
 
     def close(self):
         """Close every thread's connection (call with no send in progress)."""

@@ -1,7 +1,7 @@
 """`/api/v2/write` through influxdb-client's synchronous write API (InfluxDB 1.8+, 2.x,
 3.x). The batch is already line protocol from jobmon's encoder, which a test proves
 equal to influxdb-client's Point encoding; the client sends it as is."""
-from . import SendError, Transport, brief, data_refused
+from . import SendError, Transport, failure
 
 
 class V2Transport(Transport):
@@ -23,8 +23,7 @@ class V2Transport(Transport):
             self.api.write(bucket=self.bucket, org=self.org, record=body,
                            write_precision=WritePrecision.NS)
         except ApiException as e:
-            raise SendError(f"HTTP {e.status}: {brief(e.body or e.reason or '')}", e.status,
-                            retry=not data_refused(e.status))
+            raise failure(e.status, e.body or e.reason or "")
         except Exception as e:  # urllib3 connection errors and timeouts
             raise SendError(f"{type(e).__name__}: {e}")
 

@@ -4,12 +4,21 @@ here is what Grafana reads, so the generated files stay reviewable.
 
 Conventions the tests hold the queries to: every measurement, tag and field is written in
 double quotes and is defined by docs/schema.md; aliases and subquery columns are bare
-words; every query reads `$__timeFilter` (or is a SHOW query for a variable)."""
+words; every query reads `$__timeFilter` (or is a SHOW query for a variable).
+
+Two data sources: `datasource` (the job summaries and the shippers' points) and `samples`
+(the raw samples). A site that keeps one database points both at it; one that keeps the
+samples apart with a shorter retention (InfluxDB 3 has one retention period per
+database) points `samples` at theirs. A query picks its data source by what it reads."""
+import re
 
 GRAFANA_VERSION = "11.6"
 SCHEMA_VERSION = 41
 DATASOURCE_UID = "jobmon-influxdb"       # deploy/grafana/provisioning/datasources
+SAMPLES_UID = "jobmon-influxdb-samples"
 DS = {"type": "influxdb", "uid": "${datasource}"}
+DS_SAMPLES = {"type": "influxdb", "uid": "${samples}"}
+MIXED = {"type": "datasource", "uid": "-- Mixed --"}     # a panel whose targets differ
 
 SAMPLE, JOB, SHIPPER = "jobmon_sample", "jobmon_job", "jobmon_shipper"
 # the job's filters as regex matches: a multi-value or "All" (.*) variable, and a job
@@ -30,8 +39,16 @@ def match(*tags):
     return " AND ".join(f'"{t}" =~ /^${{{t}:regex}}$/' for t in tags)
 
 
+def source(query):
+    """The data source of a query: the samples' when it reads samples (only: InfluxDB
+    3 answers from one database per query)."""
+    read = set(re.findall(r'FROM "([a-z_]+)"', query))
+    assert read == {SAMPLE} or SAMPLE not in read, f"samples and more in one query: {query}"
+    return DS_SAMPLES if read == {SAMPLE} else DS
+
+
 def target(query, ref="A", fmt="time_series", alias=None):
-    t = {"refId": ref, "datasource": DS, "query": query, "rawQuery": True,
+    t = {"refId": ref, "datasource": source(query), "query": query, "rawQuery": True,
          "resultFormat": fmt}
     if alias:
         t["alias"] = alias
@@ -79,7 +96,9 @@ def panel(grid, kind, title, targets, w=12, h=8, unit=None, description=None, cu
     if thresholds:
         defaults["thresholds"] = {"mode": "absolute", "steps": [
             {"color": c, "value": v} for v, c in thresholds]}
-    p = {"id": grid.new_id(), "type": kind, "title": title, "datasource": DS,
+    sources = {t["datasource"]["uid"] for t in targets}
+    p = {"id": grid.new_id(), "type": kind, "title": title,
+         "datasource": targets[0]["datasource"] if len(sources) == 1 else MIXED,
          "gridPos": grid.place(w, h), "targets": targets,
          "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
          "options": options or {}}
@@ -172,10 +191,13 @@ def piechart(grid, title, targets, unit=None, w=8, h=8, **kw):
 
 # --- template variables ---------------------------------------------------------------------
 
-def datasource_var():
-    return {"type": "datasource", "name": "datasource", "label": "InfluxDB", "query": "influxdb",
-            "current": {"text": "jobmon InfluxDB", "value": DATASOURCE_UID},
-            "hide": 0, "refresh": 1, "regex": "", "multi": False, "includeAll": False}
+def datasource_vars():
+    return [{"type": "datasource", "name": name, "label": label, "query": "influxdb",
+             "current": {"text": text, "value": uid}, "hide": 0, "refresh": 1, "regex": "",
+             "multi": False, "includeAll": False}
+            for name, label, text, uid in (
+                ("datasource", "InfluxDB", "jobmon InfluxDB", DATASOURCE_UID),
+                ("samples", "samples", "jobmon InfluxDB samples", SAMPLES_UID))]
 
 
 def tag_var(name, where=(), measurement=JOB, multi=True, label=None, description=None):
@@ -183,7 +205,8 @@ def tag_var(name, where=(), measurement=JOB, multi=True, label=None, description
     q = f'SHOW TAG VALUES FROM "{measurement}" WITH KEY = "{name}"'
     if where:
         q += " WHERE " + " AND ".join(where)
-    v = {"type": "query", "name": name, "label": label or name, "datasource": DS, "query": q,
+    v = {"type": "query", "name": name, "label": label or name, "datasource": source(q),
+         "query": q,
          "refresh": 2, "sort": 1, "multi": multi, "includeAll": multi, "hide": 0,
          "regex": "", "options": []}
     if multi:
@@ -198,7 +221,7 @@ def tag_var(name, where=(), measurement=JOB, multi=True, label=None, description
 
 def filter_vars(*names, single=()):
     """The usual chain: each variable's values narrowed by the ones before it."""
-    out, before = [datasource_var()], []
+    out, before = datasource_vars(), []
     for name in names:
         out.append(tag_var(name, where=before[:], multi=name not in single))
         before.append(match(name))

@@ -1,7 +1,7 @@
 """The node dashboard: every job on one host over time, stacked, and the node's shipper."""
 from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, dashboard, field_links, filter_vars,
-                     job_link, match, row, stat, table, table_target, target, timeseries,
-                     unit_override)
+                     job_link, match, row, stat, table, table_target, tag_var, target,
+                     timeseries, unit_override)
 
 NODE = match("host", "cluster") + " AND $__timeFilter"   # the node's shipper: no user
 H = match("host", "cluster", "user") + " AND $__timeFilter"
@@ -59,8 +59,8 @@ def build():
         f'WHERE "reason" = \'\' AND {NODE}', fmt="table")], unit="dateTimeFromNow", w=12))
 
     variables = filter_vars("cluster", "host", "user", single=("host",))
-    variables[2]["query"] = f'SHOW TAG VALUES FROM "{SAMPLE}" WITH KEY = "host" ' \
-                            f'WHERE {match("cluster")}'
+    [at] = [k for k, v in enumerate(variables) if v["name"] == "host"]
+    variables[at] = tag_var("host", where=[match("cluster")], measurement=SAMPLE, multi=False)
     return dashboard(
         "jobmon-node", "jobmon: node",
         "All monitored jobs on one host over time, stacked, and that node's shipper.",
