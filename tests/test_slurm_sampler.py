@@ -54,6 +54,13 @@ def alive(pid):
         return False
 
 
+def output_so_far(slurm, job):
+    try:
+        return slurm.output(job)
+    except FileNotFoundError:      # not opened by slurmstepd yet
+        return ""
+
+
 def truth(slurm, job):
     return json.loads(slurm.output(job).strip().splitlines()[-1])
 
@@ -155,9 +162,15 @@ def test_concurrent_jobs_each_exact(jobmon_slurm):
 
 def test_cancelled_job_ends_its_record(jobmon_slurm):
     site, slurm = jobmon_slurm, jobmon_slurm.cluster
-    jid = slurm.submit(burn(cpu=0.3, mib=20, hold=60))
+    # cancelled once it has used its CPU, however long that takes on a busy node
+    script = burn(cpu=0.3, mib=20, hold=60).replace(
+        "held = bytearray", "print('burnt', flush=True)\nheld = bytearray", 1)
+    jid = slurm.submit(script)
     slurm.wait_running(jid)
-    time.sleep(1.5)
+    deadline = time.monotonic() + 120
+    while "burnt" not in output_so_far(slurm, jid):
+        assert time.monotonic() < deadline, "the job never burnt its CPU"
+        time.sleep(0.2)
     slurm.scancel(str(jid))
     slurm.wait_done(jid)
     [rec] = site.wait_record(jid)
