@@ -297,9 +297,11 @@ def test_many_files_held_open_by_one_user_keep_nobody_else_waiting(node):
 
 def test_full_spool_disk_loses_nothing_uncounted_and_keeps_every_summary(node, tmp_path):
     """7. The attacker fills the spool's filesystem while 7 of the victim's jobs run. Each
-    job's end-of-job record still arrives (from the room kept for it), each says how many
-    of its samples the spool could not take, and shipped + lost = taken, exactly;
-    the shipper counts them against the victim and drops the attacker's filler."""
+    job's end-of-job record still arrives (from the room kept for it, with as many of the
+    samples still waiting as fit), each says how many of its samples the spool could not
+    take, and shipped + lost = taken, exactly; the shipper counts that loss against the
+    attacker, whose data over their share filled the disk -- never against the victim --
+    and drops the attacker's filler."""
     pw = pwd.getpwnam(SERVICE_USER)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=1m,mode=3733,uid={pw.pw_uid},"
                     f"gid={pw.pw_gid}", "jobmon-test-spool", node.spool], check=True)
@@ -309,7 +311,8 @@ def test_full_spool_disk_loses_nothing_uncounted_and_keeps_every_summary(node, t
         node.write_config(url=DEAD)
         wait = f"while [ ! -e {go} ]; do sleep 0.05; done"
         jobs = [subprocess.Popen(as_user([JOBMON, "run", "--interval=0.05", f"--job-id=full-{n}",
-                                          "--", "sh", "-c", wait], VICTIM), env=node.env,
+                                          "--", "sh", "-c", wait], VICTIM),
+                                 env=dict(node.env, JOBMON_PROCS_TOP="0"),   # samples only
                                  stderr=subprocess.PIPE, text=True) for n in range(7)]
         deadline = time.monotonic() + 60
         while len(spool_entries(node)) < 14:   # every job has its file and its reserve
@@ -319,7 +322,8 @@ def test_full_spool_disk_loses_nothing_uncounted_and_keeps_every_summary(node, t
         fill = os.path.join(node.spool, "filler.lp")
         subprocess.run(as_user(["dd", "if=/dev/zero", f"of={fill}", "bs=64k"], ATTACKER),
                        capture_output=True)
-        time.sleep(1.5)       # the jobs sample on, into a full disk
+        time.sleep(10)        # the jobs sample on, into a full disk: more than their
+                              # reserves can take at the end
         open(go, "w").close()
         errs = [(j.wait(60), j.stderr.read()) for j in jobs]
         assert all(rc == 0 for rc, _ in errs), errs
@@ -339,9 +343,9 @@ def test_full_spool_disk_loses_nothing_uncounted_and_keeps_every_summary(node, t
         assert s["lost_points"] > 0, errs[n]
         lost_total += s["lost_points"]
     st = status(node)
-    assert st["losses"][VICTIM]["sampler_lost"]["points"] == lost_total
+    assert st["losses"][ATTACKER]["caused_loss"]["points"] == lost_total
     assert st["sampler_lost_points"] == lost_total
-    assert "over_share" in st["losses"][ATTACKER]
+    assert "over_share" in st["losses"][ATTACKER] and VICTIM not in st["losses"]
 
 
 def test_a_job_whose_sampler_was_killed_does_not_look_as_if_it_still_ran(node):

@@ -4,6 +4,7 @@ other users' jobs, played as the unprivileged test users through the real shippe
 unprivileged service user) against the real InfluxDB. docs/security.md says what stops
 each attack, and what only a filesystem quota can.
 """
+import contextlib
 import os
 import pwd
 import stat
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from helpers import JOBMON, as_user, needs_test_user, shared_tmpdir
+from influx_site import SERVICE_USER
 from test_security import (ATTACKER, VICTIM, attacker, job_row, node,  # noqa: F401 (node:
                            plant, status, valid_line, victim_job)      # a fixture)
 
@@ -147,3 +149,45 @@ def test_a_shard_bomb_is_refused_and_opens_no_shard(node):
     losses = status(node)["losses"]
     assert losses[ATTACKER]["quarantined"]["files"] == 3 and VICTIM not in losses
     assert losses[ATTACKER]["quarantined"]["points"] == 3000 + 2 + 2
+
+
+# --- the spool's own small filesystem ---
+
+@contextlib.contextmanager
+def small_spool(node, size):
+    """The spool on a tmpfs of its own, `size` bytes, as docs/security.md advises."""
+    pw = pwd.getpwnam(SERVICE_USER)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=3733,uid={pw.pw_uid},"
+                    f"gid={pw.pw_gid}", "jobmon-test-spool", node.spool], check=True)
+    try:
+        node.prepare()
+        yield
+    finally:
+        subprocess.run(["umount", "-l", node.spool], check=True)
+
+
+def fill(node, user=ATTACKER):
+    """Fill the spool's filesystem with a file of `user`'s."""
+    subprocess.run(as_user(["dd", "if=/dev/zero", f"of={node.spool}/filler.lp", "bs=64k"],
+                           user), capture_output=True)
+
+
+def test_a_job_started_on_a_full_spool_has_its_loss_counted(node):
+    """The attacker fills the spool's filesystem; a job of the victim's starts, samples
+    and ends with not one byte written. Its sampler says what really happens, and the
+    shipper counts every point of it -- against the attacker, whose data over their
+    share filled the disk, not the victim."""
+    with small_spool(node, 2 << 20):
+        node.write_config(max_bytes=1 << 20, max_bytes_per_user=256 << 10)
+        fill(node)
+        r = node.jobmon("run", "--interval=0.05", "--job-id=victim-full", "--", "sleep", "0.5",
+                        user=VICTIM)
+        assert r.returncode == 0
+        assert "the shipper counts them against the user whose data filled it" in r.stderr
+        assert "will mark the job as ended" not in r.stderr
+        node.ship()
+        st = status(node)
+    assert VICTIM not in st["losses"]
+    lost = st["losses"][ATTACKER]["caused_loss"]["points"]
+    assert lost >= 3 and st["sampler_lost_points"] == lost   # its start, samples and end
+    assert st["spool_files"] == 0

@@ -22,7 +22,7 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from . import health
+from . import health, quota
 from .lines import Batch, LineReader
 from .spooldir import SpoolDir, prepare_spool
 from .state import State
@@ -181,8 +181,7 @@ class Shipper:
             sf.ended |= bool(f.ended)
             self.ended_jobs.update(f.ended)
             if f.lost:      # the sampler's own count of what the spool could not take
-                c["sampler_lost_points"] += f.lost
-                self.state.lose(sf.owner, "sampler_lost", f.lost)
+                self.state.sampler_lost(sf.owner, f.lost, quota.age_key(sf.name, sf.st) / 1e9)
             if f.marker:
                 c["jobs_without_summary"] += 1
                 self.state.lose(sf.owner, "no_summary", files=1)

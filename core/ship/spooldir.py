@@ -20,7 +20,7 @@ import resource
 import stat
 import time
 
-from ..sinks.spool import SUFFIX
+from ..sinks.spool import LOST_MARK, SUFFIX
 from . import quota
 from .entries import QUARANTINE, count_lines, kind, listing, open_regular, real_bytes
 
@@ -56,6 +56,13 @@ def prepare_spool(directory):
     except FileNotFoundError:
         os.mkdir(q, 0o700)
     os.chmod(q, 0o700)
+
+
+def lost_in_name(name):
+    """N of a `<name>.lost<N>.lp` file (jobmon.sinks.spool), else 0."""
+    stem = name[:-len(SUFFIX)]
+    head, mark, n = stem.rpartition(LOST_MARK)
+    return int(n) if mark and head and n.isascii() and n.isdigit() and len(n) <= 12 else 0
 
 
 def open_budget():
@@ -178,7 +185,8 @@ class SpoolDir:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             fcntl.flock(fd, fcntl.LOCK_UN)   # never make a starting sampler wait
-            sf.finished = st.st_size > 0 or time.time() - st.st_mtime > YOUNG_EMPTY_SECONDS
+            sf.finished = (st.st_size > 0 or lost_in_name(name)   # named at the end
+                           or time.time() - st.st_mtime > YOUNG_EMPTY_SECONDS)
         except BlockingIOError:
             pass   # its sampler is still writing
         return sf
@@ -238,6 +246,7 @@ class SpoolDir:
                   sf.path, sf.owner, sf.bad, dest)
         start = self.state.offset(sf.name, sf.st)    # what the server has not got
         points, _exact = count_lines(sf.fd, start, size)
+        self.named_loss(sf.name, sf.owner, sf.st)
         self.state.forget(sf.name)
         self.state.counters["quarantined_files"] += 1
         self.state.lose(sf.owner, "quarantined", points,
@@ -270,9 +279,16 @@ class SpoolDir:
             os.unlink(sf.path)
         except FileNotFoundError:
             pass
+        self.named_loss(sf.name, sf.owner, sf.st)
         self.state.forget(sf.name)
         sf.deleted = True
         return True
+
+    def named_loss(self, name, owner, st):
+        """A `<name>.lost<N>.lp` file gone: its sampler could not spool N points."""
+        n = lost_in_name(name)
+        if n:
+            self.state.sampler_lost(owner, n, quota.age_key(name, st) / 1e9)
 
     # --- the limit ---
     def enforce_limit(self):
@@ -280,11 +296,16 @@ class SpoolDir:
         by the quota's order, and count every loss against the user it belonged to."""
         entries = listing(self.path, SUFFIX)
         self.usage = quota.usage(entries)
-        drops = quota.plan(entries, self.max_bytes, self.share, quota.bytes_to_free(self.path))
+        need_free = quota.bytes_to_free(self.path)
+        if need_free:   # samplers may be losing points: whose data fills the disk?
+            over = {uid: n - self.share for uid, n in self.usage.items() if n > self.share}
+            self.state.disk_full(owner_name(max(over, key=over.get)) if over else None,
+                                 time.time())
+        drops = quota.plan(entries, self.max_bytes, self.share, need_free)
         for entry, reason in drops:
             if self._drop(entry, reason):
                 self.usage[entry.uid] -= entry.charged
-        if drops:
+        if drops or need_free:
             self.state.save()
 
     def _drop(self, entry, reason):
@@ -309,6 +330,8 @@ class SpoolDir:
             log.info("spool over its limit: removed %s (user %s) from the quarantine",
                      entry.path, user)
             return True
+        if regular:
+            self.named_loss(entry.name, user, entry.st)
         self.state.forget(entry.name)
         c = self.state.counters
         c["dropped_points"] += points

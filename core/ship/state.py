@@ -24,9 +24,13 @@ REASONS = {
     "rejected_entry": "a spool entry that is not a regular file (directory, link, FIFO ...)",
     "torn_line": "a last line cut off by a writer that died mid-write",
     "sampler_lost": "points the job's sampler could not spool (disk full), from its lost_points",
+    "caused_loss": "points other users' samplers could not spool while this user's data, over "
+                   "their share, filled the spool's disk",
     "no_summary": "jobs that ended without an end-of-job record (marked ended by the shipper)",
 }
 LOSS_KEYS = ("points", "bytes", "files")
+FULL_KEPT = 64            # the last times the spool's disk was seen full
+FULL_GAP_SECONDS = 300    # sightings closer than this are one time
 
 
 KEEP_CORRUPT = 10      # unreadable state files kept, each under its own name
@@ -38,6 +42,7 @@ class State:
         and said (`unreadable`), never set aside: only the shipper does that."""
         self.path = os.path.join(directory, STATE_FILE)
         self.files, self.counters, self.losses = {}, {}, {}
+        self.full = []      # [first seen, last seen, user most over their share or None]
         self.last_error = self.last_success = self.unreadable = None
         try:
             with open(self.path, "rb") as f:
@@ -64,7 +69,12 @@ class State:
             for n in reasons.values():
                 if not all(isinstance(n.get(k, 0), int) for k in LOSS_KEYS):
                     raise TypeError("a loss entry is not numbers")
-        self.files, self.counters, self.losses = files, counters, losses
+        full = d.get("disk_full") or []
+        for first, last, user in full:
+            if not (isinstance(first, (int, float)) and isinstance(last, (int, float))
+                    and isinstance(user, (str, type(None)))):
+                raise TypeError("a disk_full entry is not [time, time, user]")
+        self.files, self.counters, self.losses, self.full = files, counters, losses, full
         self.last_error, self.last_success = d.get("last_error"), d.get("last_success")
 
     def _set_aside(self, err):
@@ -111,11 +121,38 @@ class State:
         for k, v in zip(LOSS_KEYS, (points, nbytes, files)):
             n[k] = n.get(k, 0) + v
 
+    def disk_full(self, user, now):
+        """The spool's disk was seen (nearly) full; `user`: the one most over their share
+        then (None: nobody was)."""
+        if self.full and self.full[-1][2] == user and now - self.full[-1][1] < FULL_GAP_SECONDS:
+            self.full[-1][1] = now
+        else:
+            self.full.append([now, now, user])
+            del self.full[:-FULL_KEPT]
+
+    def sampler_lost(self, owner, points, since):
+        """Points a job's sampler (of user `owner`, running since `since`) could not spool
+        for a full disk: against the user whose data over their share filled it
+        meanwhile, never against a user who was within theirs."""
+        self.counters["sampler_lost_points"] += points
+        seen = {user for _first, last, user in self.full if last >= since}
+        culprit = next((user for _f, last, user in reversed(self.full)
+                        if last >= since and user), None)
+        if culprit is None or owner in seen:
+            self.lose(owner, "sampler_lost", points)
+            return owner
+        self.lose(culprit, "caused_loss", points)
+        log.warning("%d point(s) of user %s's job could not be spooled while the spool's "
+                    "disk was full with data of user %s (over their share): counted against "
+                    "%s", points, owner, culprit, culprit)
+        return culprit
+
     def save(self):
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
             json.dump({"files": self.files, "counters": self.counters, "losses": self.losses,
-                       "last_error": self.last_error, "last_success": self.last_success}, f)
+                       "last_error": self.last_error, "last_success": self.last_success,
+                       "disk_full": self.full}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)

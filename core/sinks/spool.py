@@ -20,8 +20,10 @@ and the count goes into the job's end point (`lost_points`). The end point itsel
 kept for it from the start: a second file, `<name>.end.lp`, allocated MAX_LINE_BYTES of
 zeros and locked like the first. At the end the sampler appends its end point to the main
 file and deletes the reserve; if the disk is full, it writes the end point over the
-reserve's zeros (no new blocks needed), and the shipper sends that line like any other
-(zeros after the last line are never sent: a reserve not used up).
+reserve's zeros (no new blocks needed), after as many of the waiting points as fit, and
+the shipper sends those lines like any other (zeros after the last line are never sent: a
+reserve not used up). A job that had no room even for that (the disk was full when it
+started) renames its file `<name>.lost<N>.lp`, and the shipper counts the N points.
 """
 import errno
 import fcntl
@@ -33,6 +35,7 @@ from ..influx import schema
 
 SUFFIX = ".lp"
 RESERVE_SUFFIX = ".end" + SUFFIX
+LOST_MARK = ".lost"      # <name>.lost<N>.lp: a finished file whose job lost N points
 PENDING_MAX_BYTES = 256 << 10   # ~600 samples kept in memory while the disk is full
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -85,27 +88,44 @@ class SpoolSink(Sink):
             self._complain()
 
     def close(self, summary):
-        saved = False
+        saved = named = False
         try:
             if self.pending and self._put(b"".join(self.pending)):
                 self.pending = []
-            self.lost += len(self.pending)
-            line = schema.job_line(self.job, summary, self.lost, self.tags).encode()
-            if self._put(line):
+            if not self.pending and self._put(self._end_line(summary)):
                 os.fsync(self.fd)
                 saved = "spool"
-            elif self._fill_reserve(line):
+            elif self._fill_reserve(summary):
                 saved = "reserve"
+            else:   # not one byte more fits: the file's name carries the count
+                self.lost += len(self.pending) + 1    # and the end-of-job record
+                named = self._name_loss()
         finally:
             os.close(self.fd)   # releases the lock: the file is finished
             self.fd = None
             self._release_reserve(keep=saved == "reserve")
         if not saved:
-            raise SpoolError(f"the end-of-job record could not be spooled ({self.error}); "
-                             f"the shipper will mark the job as ended without it")
+            raise SpoolError(
+                f"the spool is full ({self.error}): {self.lost} point(s) of this job, its "
+                f"end-of-job record among them, could not be spooled; " + (
+                    "the shipper counts them against the user whose data filled it (or "
+                    "this job's), and marks the job ended if its first point was spooled"
+                    if named else "nothing could record the loss"))
         if self.lost:
             raise SpoolError(f"{self.lost} point(s) could not be spooled ({self.error}); "
                              f"counted in the job's lost_points")
+
+    def _end_line(self, summary, unsaved=0):
+        return schema.job_line(self.job, summary, self.lost + unsaved, self.tags).encode()
+
+    def _name_loss(self):
+        """Rename the job's file to say how many points it lost (a rename needs no data
+        block): the shipper counts them even when not one byte could be written."""
+        try:
+            os.rename(self.path, f"{self.path[:-len(SUFFIX)]}{LOST_MARK}{self.lost}{SUFFIX}")
+            return True
+        except OSError:
+            return False
 
     # --- files ---
     def _create(self):
@@ -124,6 +144,9 @@ class SpoolSink(Sink):
                 fd = os.open(tmp, flags, 0o640)
             except FileExistsError:
                 continue   # somebody planted that name: take another
+            except OSError as e:
+                self.error = e.strerror
+                break
             try:
                 os.fchmod(fd, 0o640)   # whatever the job's umask: the shipper's group reads it
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -135,7 +158,9 @@ class SpoolSink(Sink):
                     os.unlink(tmp)
                 except OSError:
                     pass
-        raise SpoolError(f"cannot create a spool file in {self.dir}")
+        why = self.error or "every name taken"
+        raise SpoolError(f"cannot create a spool file in {self.dir} ({why}): this job's "
+                         f"points are not kept, and nothing counts them")
 
     def _reserve(self):
         """Keep room for the end point (retried while the disk is full)."""
@@ -152,18 +177,27 @@ class SpoolSink(Sink):
             return
         self.reserve_fd, self.reserve_path = fd, path
 
-    def _fill_reserve(self, line):
-        """Write the end point over the reserve's zeros (which stay after it: cutting them
-        off would hand the room to whoever writes next, not to the other jobs' ends)."""
+    def _fill_reserve(self, summary):
+        """Write the end point over the reserve's zeros, after as many of the points still
+        waiting as fit before it (the zeros after them stay: cutting them off would hand
+        the room to whoever writes next, not to the other jobs' ends)."""
         fd = self.reserve_fd
-        if fd is None or len(line) > schema.MAX_LINE_BYTES or os.fstat(fd).st_nlink == 0:
+        if fd is None or os.fstat(fd).st_nlink == 0:
             return False
+        room = schema.MAX_LINE_BYTES - len(self._end_line(summary, len(self.pending)))
+        kept = 0
+        while kept < len(self.pending) and len(self.pending[kept]) <= room:
+            room -= len(self.pending[kept])
+            kept += 1
+        line = self._end_line(summary, len(self.pending) - kept)
         try:
-            os.pwrite(fd, line, 0)
+            os.pwrite(fd, b"".join(self.pending[:kept]) + line, 0)
             os.fsync(fd)
         except OSError as e:
             self.error = e.strerror
             return False
+        self.lost += len(self.pending) - kept
+        self.pending = []
         return True
 
     def _release_reserve(self, keep):
