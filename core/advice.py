@@ -6,6 +6,7 @@ jobmon.efficiency, cfg the [report] section -- and returns one line or None.
 """
 import math
 
+from .efficiency import BASIS_TEXT, sizing_peak
 from .printable import fixed
 
 GIB = 1 << 30
@@ -45,24 +46,30 @@ def cpu_oversubscribed(s, cfg):
     return None
 
 
+def _peak(s):
+    """The peak that sizes the job (jobmon.efficiency.sizing_peak) and how to name it."""
+    peak, basis = sizing_peak(s)
+    return peak, BASIS_TEXT.get(basis, "peak")
+
+
 def memory_overrequested(s, cfg):
-    """A resident peak well below the memory given: suggest the peak plus headroom."""
-    mem, peak = s.get("mem_allocated_bytes"), s.get("rss_peak_bytes")
+    """A memory peak well below the memory given: suggest the peak plus headroom."""
+    mem, (peak, name) = s.get("mem_allocated_bytes"), _peak(s)
     if not mem or not peak or 100 * peak / mem >= cfg["mem_low_percent"]:
         return None
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
     if mem - ask < cfg["mem_min_waste_bytes"]:
         return None
-    return f"peak {_gib(peak)} of {_gib(mem)} memory: ask for {_gib(ask)}"
+    return f"{name} {_gib(peak)} of {_gib(mem)} memory: ask for {_gib(ask)}"
 
 
 def memory_near_limit(s, cfg):
-    """A resident peak close to the memory limit: the next run may be killed."""
-    mem, peak = s.get("mem_allocated_bytes"), s.get("rss_peak_bytes")
+    """A memory peak close to the memory limit: the next run may be killed."""
+    mem, (peak, name) = s.get("mem_allocated_bytes"), _peak(s)
     if not mem or not peak or 100 * peak / mem < cfg["mem_near_limit_percent"]:
         return None
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
-    return (f"peak {_gib(peak)} is {fixed(100 * peak / mem, '.0f')} % of its {_gib(mem)}: "
+    return (f"{name} {_gib(peak)} is {fixed(100 * peak / mem, '.0f')} % of its {_gib(mem)}: "
             f"ask for {_gib(ask)} so it is not killed for memory")
 
 

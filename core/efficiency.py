@@ -147,6 +147,40 @@ def exit_outcome(exit_code, signal):
     return "badput", f"failed (exit code {exit_code})"
 
 
+# where the memory peak that efficiency, advice and right-sizing use comes from
+FOOTPRINT, KERNEL, SAMPLED = "footprint", "kernel", "sampled"
+# how reports name each (a footprint peak is just "peak", as it always was)
+BASIS_TEXT = {FOOTPRINT: "peak", KERNEL: "kernel peak (page cache incl.)",
+              SAMPLED: "sampled peak (may miss spikes)"}
+
+
+def sizing_basis(summary, reaped=True):
+    """Which peak sizes the job (FOOTPRINT, KERNEL or SAMPLED): never a figure that can miss
+    a spike when the kernel keeps an exact one. reaped: jobmon reaped the job's processes,
+    so rss_peak_bytes holds each one's kernel high-water mark beside the samples (jobmon
+    run, the HTCondor wrapper); a sampler beside a job it did not start (the Slurm sampler)
+    has samples only, and then the cgroup's own high-water mark, mem_peak_bytes, is the
+    exact one -- it counts page cache too, which errs on the safe side."""
+    if reaped and summary.get("rss_peak_bytes"):
+        return FOOTPRINT
+    if summary.get("mem_peak_bytes"):
+        return KERNEL
+    return SAMPLED if summary.get("rss_peak_bytes") else None
+
+
+def sizing_peak(summary, tags=None):
+    """(bytes, basis) of the memory peak that sizes the job: the summary's own choice
+    (mem_sizing_basis), else for a summary written before it made one, the choice it would
+    have made: a Slurm sampler's record (tags `measured` and `job_id`) was sampled only."""
+    basis = summary.get("mem_sizing_basis")
+    if basis not in BASIS_TEXT:
+        t = tags if tags is not None else summary.get("tags") or {}
+        basis = sizing_basis(summary, reaped=not (t.get("measured") and t.get("job_id")))
+    if basis is None:
+        return None, None
+    return summary.get("mem_peak_bytes" if basis == KERNEL else "rss_peak_bytes"), basis
+
+
 def _round(x, n=4):
     return None if x is None else round(x, n)
 
@@ -160,7 +194,8 @@ def figures(summary, alloc, memory_per_unit=CANONICAL_MEMORY_BYTES):
     hours = wall / 3600.0
     cpu = (summary.get("cpu_user_seconds") or 0) + (summary.get("cpu_system_seconds") or 0)
     cores, mem = alloc.get("cores_allocated"), alloc.get("mem_allocated_bytes")
-    peak = summary.get("rss_peak_bytes")
+    peak, basis = sizing_peak(summary)
+    out["mem_sizing_peak_bytes"], out["mem_sizing_basis"] = peak, basis
     used_cores = cpu / wall if wall > 0 else 0.0
     out["cpu_efficiency_percent"] = _round(100.0 * used_cores / cores, 2) \
         if cores and wall > 0 else None

@@ -63,10 +63,22 @@ SUMMARY_FIELDS = (
     ("cpu_system_seconds", "s", "total system CPU of every process of the job (end-of-job read)"),
     ("cpu_cores_avg", "cores", "(user + system CPU) / wall seconds"),
     ("rss_peak_bytes", "bytes",
-     "resident memory peak: largest of the sampled resident memory and the kernel's "
-     "per-process high-water marks, so a spike between samples is not missed"),
+     "resident memory peak: largest of the sampled resident memory and, where jobmon reaps "
+     "the job's processes (jobmon run, the HTCondor wrapper), each one's kernel high-water "
+     "mark, so a one-process spike between samples is not missed; sampled only where jobmon "
+     "watches from beside the job (the Slurm sampler: mem_sizing_basis says which)"),
     ("mem_peak_bytes", "bytes",
-     "kernel high-water mark of the job's charged memory, page cache included (cgroup only)"),
+     "kernel high-water mark of the job's charged memory, page cache included (cgroup only): "
+     "exact, a spike at any instant is in it"),
+    ("mem_sizing_peak_bytes", "bytes",
+     "the memory peak that memory efficiency, advice and right-sizing use: rss_peak_bytes "
+     "where it catches spikes, else mem_peak_bytes (never a figure that can miss a spike "
+     "where the kernel keeps an exact one), else the sampled rss_peak_bytes"),
+    ("mem_sizing_basis", "text",
+     "which: footprint (rss_peak_bytes, jobmon reaped the job), kernel (mem_peak_bytes: "
+     "exact, page cache included, so it errs on the safe side; the Slurm sampler), or "
+     "sampled (rss_peak_bytes from samples only: nothing exact was there, a spike between "
+     "samples may be missed)"),
     ("swap_peak_bytes", "bytes", "largest sampled swap use"),
     ("read_bytes", "bytes", "total bytes read from storage"),
     ("write_bytes", "bytes", "total bytes written to storage"),
@@ -109,7 +121,7 @@ SUMMARY_FIELDS = (
     ("gpus_allocated", "count",
      "GPUs the job was given: GPUsProvisioned, else the GPUs it could see, else the request"),
     ("cpu_efficiency_percent", "%", "(user + system CPU) / (cores_allocated x wall) x 100"),
-    ("mem_efficiency_percent", "%", "rss_peak_bytes / mem_allocated_bytes x 100"),
+    ("mem_efficiency_percent", "%", "mem_sizing_peak_bytes / mem_allocated_bytes x 100"),
     ("canonical_units", "units",
      "canonical CPU units the job held: the larger of cores_allocated and "
      "mem_allocated_bytes / 2 GiB (OSG: 1 core + 2 GB)"),
@@ -117,8 +129,8 @@ SUMMARY_FIELDS = (
     ("used_core_hours", "core-h", "(user + system CPU) / 3600"),
     ("idle_core_hours", "core-h", "(cores_allocated - cores used on average) x wall hours"),
     ("idle_canonical_core_hours", "core-h",
-     "idle cores and idle memory (allocation - resident peak) in whole canonical units x "
-     "wall hours (OSG: 3 cores + 3 GB idle = 1, 3 cores + 1 GB = 0, 2 cores + 6 GB = 2)"),
+     "idle cores and idle memory (allocation - mem_sizing_peak_bytes) in whole canonical "
+     "units x wall hours (OSG: 3 cores + 3 GB idle = 1, 3 cores + 1 GB = 0, 2 cores + 6 GB = 2)"),
     ("idle_limited_by", "text", "which of cores or memory limited the idle canonical units "
      "(cores, memory or both)"),
     ("gpu_hours", "GPU-h", "gpus_allocated x wall hours"),

@@ -87,7 +87,7 @@ class Sampler:
         # resident peak: sampled values and the kernel's high-water marks, which catch
         # spikes between samples
         self.resident_peak = max(self.resident_peak, values.get("mem_resident_bytes", 0),
-                                 self.kernel_peak())
+                                 self.kernel_peak() if self.kernel_peak else 0)
         values["mem_resident_peak_bytes"] = self.resident_peak
         sample = {"time": time.time_ns(), "elapsed_seconds": round(now - self.t0, 3),
                   "method": self.job.get("method")}

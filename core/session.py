@@ -128,7 +128,8 @@ class Session:
         gpu = getattr(sampler.probe, "gpu_summary", None)   # samples without GPU figures;
         # the node reader's energy interpolated to the job's end
         s.update(gpu() if gpu else {"gpu_samples_missing": None})
-        from .efficiency import allocation, figures
+        from .efficiency import allocation, figures, sizing_basis
+        s["mem_sizing_basis"] = sizing_basis(s, reaped=sampler.kernel_peak is not None)
         alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))
         s.update(figures(s, alloc))
         s["command"] = self.job.get("command")

@@ -17,6 +17,7 @@ import select
 import time
 
 from . import cgroup_search
+from .efficiency import sizing_basis, sizing_peak
 from .session import Session, describe_job, open_probe, open_sinks
 from .watch_probe import Excluding, Held, NoProbe, OwnLeaves
 from .watch_steps import Steps, started
@@ -104,7 +105,7 @@ class Watch:
         job = describe_job(self.identity.job, NoProbe.method, start, tags, [],
                            self.opts.interval, self.identity.scheduler, self.identity.run)
         session = Session(job, NoProbe(), self._sinks(), self.opts.interval,
-                          kernel_peak=lambda: 0)
+                          kernel_peak=None)
         return session.finish(self.stop.status())
 
     # --- a job seen ---
@@ -123,8 +124,10 @@ class Watch:
                            dict(identity.tags, measured="job-cgroup"), [],
                            self.opts.interval, identity.scheduler, identity.run)
         tags = job["tags"]                  # the summary and the end point carry these
+        # kernel_peak=None: it reaps none of the job's processes, so no per-process
+        # high-water mark backs the sampled footprint (the cgroup's own peak sizes the job)
         self.session = Session(job, probe, self._sinks(), self.opts.interval,
-                               t0=mono - (first_seen - start), kernel_peak=lambda: 0)
+                               t0=mono - (first_seen - start), kernel_peak=None)
         events = self._events_fd(cg)
         try:
             ended = self._loop(cg, probe, events)
@@ -168,6 +171,8 @@ class Watch:
             summary = {k: desc.get(k) for k in ("job", "host", "user", "method", "tags")}
             summary.update({k: v for k, v in rec.items() if k not in ("job", "step")})
             summary["samples"] = 0
+            summary["mem_sizing_basis"] = sizing_basis(summary, reaped=False)
+            summary["mem_sizing_peak_bytes"] = sizing_peak(summary)[0]
             for sink in self._sinks():
                 try:
                     sink.open(desc)

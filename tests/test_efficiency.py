@@ -11,6 +11,9 @@ import pytest
 from helpers import JOBMON, PYTHON, jobmon_run, load_json, py
 from jobmon import cgroups, efficiency as eff
 from jobmon.influx import grammar, schema
+from jobmon.advice import advise
+from jobmon.report import job_efficiency
+from jobmon.report.model import DEFAULT_CFG
 from jobmon.summary import Fold
 
 GIB = 1 << 30
@@ -85,6 +88,25 @@ def test_outcome_from_the_exit_status():
     assert eff.exit_outcome(1, None) == ("badput", "failed (exit code 1)")
     assert eff.exit_outcome(None, 9) == ("badput", "killed by SIGKILL")
     assert eff.exit_outcome(None, None)[0] is None
+
+
+def test_the_peak_that_sizes_a_job_never_misses_a_spike_the_kernel_kept():
+    MiB = 1 << 20
+    s = {"rss_peak_bytes": 50 * MiB, "mem_peak_bytes": 80 * MiB}
+    assert eff.sizing_basis(s) == eff.FOOTPRINT              # reaped: each process's mark
+    assert eff.sizing_basis(s, reaped=False) == eff.KERNEL   # sampled only: the kernel's
+    assert eff.sizing_basis({"rss_peak_bytes": 5 * MiB}, reaped=False) == eff.SAMPLED
+    assert eff.sizing_peak(dict(s, mem_sizing_basis="kernel")) == (80 * MiB, eff.KERNEL)
+    # a Slurm sampler's summary from before the basis: sized by the kernel's peak
+    old = dict(s, tags={"measured": "job-cgroup", "job_id": "7"}, outcome="goodput",
+               mem_efficiency_percent=5.0, wall_seconds=10.0)
+    assert eff.sizing_peak(old) == (80 * MiB, eff.KERNEL)
+    figures = job_efficiency.efficiency_of(dict(old, mem_allocated_bytes=4096 * MiB,
+                                                cores_allocated=1.0))
+    assert figures["mem_efficiency_percent"] == 1.95 and figures["mem_sizing_basis"] == "kernel"
+    adv = {a["rule"]: a["text"] for a in advise(dict(old, **figures), DEFAULT_CFG)}
+    assert adv["memory_overrequested"] == \
+        "kernel peak (page cache incl.) 0.1 GB of 4.0 GB memory: ask for 0.5 GB"
 
 
 def _fold(mem, cores=1.0, step=10.0):

@@ -411,7 +411,7 @@ def test_allocation_and_efficiency_from_the_summary(tmp_path, browser):
         "cores requested": "4.00 cores", "cores allocated": "6.00 cores",
         "memory requested": "3.0 GiB", "memory allocated": "5.0 GiB",
         "canonical units (1 core + 2 GiB)": "6 units", "outcome": "badput: exit code 1",
-        "CPU efficiency": "58.3 %", "memory efficiency (resident peak / allocated)": "26.0 %",
+        "CPU efficiency": "58.3 %", "memory efficiency (memory peak / allocated)": "26.0 %",
         "core-hours provisioned": "0.05 core-h", "core-hours used": "0.0292 core-h",
         "core-hours idle": "0.0208 core-h",
         "canonical core-hours idle (whole units)": "0 core-h",

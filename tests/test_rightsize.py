@@ -95,3 +95,31 @@ def test_a_suggestion_equal_to_the_request_says_so():
     assert b["advice"] == ["request 128 MB: covers 100 % of the tasks' peaks (as requested)",
                            "request 1 core: covers 100 % of the tasks' average CPU use "
                            "(as requested)"]
+
+
+def test_a_slurm_array_is_sized_by_the_kernel_peaks_and_says_so():
+    """The Slurm sampler reaps nothing: its footprint peaks are samples. Its records say
+    the kernel's peak sizes them (mem_sizing_basis); records written before that (only the
+    tags `measured` and `job_id` tell them apart) are read the same way."""
+    slurm = {"array_job_id": "9", "measured": "job-cgroup", "job_id": "10"}
+    now = [task(f"9_{i}", 4 * MiB, tags=slurm) for i in range(3)]
+    for i, t in enumerate(now):
+        t["summary"].update(mem_peak_bytes=(100 + i) * MiB, mem_sizing_basis="kernel")
+    old = [task(f"9_{i}", 4 * MiB, tags=slurm) for i in range(3, 5)]
+    for t in old:
+        t["summary"].update(mem_peak_bytes=300 * MiB, outcome="goodput",
+                            mem_efficiency_percent=1.0)
+    [b] = rs.rightsize(now + old)
+    assert b["peak_basis"] == "kernel" and b["peak_memory_bytes"]["max"] == 300 * MiB
+    assert b["memory_bytes"] >= 300 * MiB
+    assert "(the kernel's peaks, page cache included)" in b["advice"][0]
+
+
+def test_a_sampled_peak_in_a_batch_says_a_spike_may_be_missed():
+    tasks = [task(f"9_{i}", 100 * MiB) for i in range(3)]
+    tasks[0]["summary"]["mem_sizing_basis"] = "sampled"
+    [b] = rs.rightsize(tasks)
+    assert b["peak_basis"] == "sampled"
+    assert "(sampled peaks: a spike between samples may be missed)" in b["advice"][0]
+    [b] = rs.rightsize([task(f"9_{i}", 100 * MiB) for i in range(3)])
+    assert b["peak_basis"] == "footprint" and b["advice"][0].endswith("tasks' peaks")

@@ -34,7 +34,7 @@ ALLOCATION = (
 # How well it used them, when the model has no efficiency rows of its own
 EFFICIENCY = (
     ("cpu_efficiency_percent", "CPU efficiency", "%"),
-    ("mem_efficiency_percent", "memory efficiency (resident peak / allocated)", "%"),
+    ("mem_efficiency_percent", "memory efficiency (memory peak / allocated)", "%"),
     ("provisioned_core_hours", "core-hours provisioned", "core-h"),
     ("used_core_hours", "core-hours used", "core-h"),
     ("idle_core_hours", "core-hours idle", "core-h"),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 # the unit arithmetic is the summary's too (written inside the job at its end)
 from ..efficiency import (CANONICAL_MEMORY_BYTES, GIB, limited_by, number,  # noqa: F401,E402
-                          signal_name, whole_units)
+                          signal_name, sizing_peak, whole_units)
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,10 @@ def job_canonical(provisioned, used, wall_seconds, memory_per_unit=CANONICAL_MEM
 
 def used_from_summary(summary):
     """What a run used, from jobmon's summary (docs/metrics.md): average cores busy
-    ((user + system CPU) / wall), resident memory peak (page cache is reclaimable, so not
-    counted), and GPUs busy (gpu_count x average utilization; None without GPU figures)."""
+    ((user + system CPU) / wall), the memory peak that sizes it (jobmon.efficiency.
+    sizing_peak: the footprint, page cache left out as reclaimable, where jobmon reaped the
+    job; else the kernel's exact peak, cache included), and GPUs busy (gpu_count x average
+    utilization; None without GPU figures)."""
     wall = summary.get("wall_seconds") or 0
     cpu = (summary.get("cpu_user_seconds") or 0) + (summary.get("cpu_system_seconds") or 0)
     count, util = summary.get("gpu_count") or 0, summary.get("gpu_util_avg_percent")
@@ -88,7 +90,7 @@ def used_from_summary(summary):
     else:
         gpus = None if util is None else count * util / 100.0
     return Resources(cores=cpu / wall if wall else 0.0,
-                     memory_bytes=summary.get("rss_peak_bytes"), gpus=gpus)
+                     memory_bytes=sizing_peak(summary)[0], gpus=gpus)
 
 
 def resources_from_condor(attrs):

@@ -21,9 +21,14 @@ ALLOCATION = ("cores_requested", "cores_allocated", "mem_requested_bytes",
 SAMPLED = ("cpu_idle_samples", "mem_growth_bytes_per_hour", "mem_rising", "gpu_idle_samples")
 # every field efficiency_of gives
 STORED = ALLOCATION + (
-    "cpu_efficiency_percent", "mem_efficiency_percent", "canonical_units", "used_core_hours",
-    "provisioned_core_hours", "idle_core_hours", "idle_canonical_core_hours",
-    "idle_limited_by", "gpu_hours", "idle_gpu_hours", "outcome", "outcome_reason") + SAMPLED
+    "mem_sizing_peak_bytes", "mem_sizing_basis", "cpu_efficiency_percent",
+    "mem_efficiency_percent", "canonical_units", "used_core_hours", "provisioned_core_hours",
+    "idle_core_hours", "idle_canonical_core_hours", "idle_limited_by", "gpu_hours",
+    "idle_gpu_hours", "outcome", "outcome_reason") + SAMPLED
+# the figures that come from the memory peak: a Slurm sampler's summary written before it
+# chose the kernel's exact peak took them from its sampled one, so they are computed anew
+FROM_PEAK = ("mem_sizing_peak_bytes", "mem_sizing_basis", "mem_efficiency_percent",
+             "idle_canonical_core_hours", "idle_limited_by")
 # the tags jobmon.efficiency.allocation reads
 _ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "RequestMemory",
                     "request_memory", "MemoryProvisioned", "RequestGPUs", "request_gpus",
@@ -31,8 +36,8 @@ _ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "RequestMe
 _allocations = {}
 # the summary fields efficiency_of, the aggregate and the right-sizing read
 INPUTS = ("start_time", "end_time", "exit_code", "signal", "wall_seconds", "cpu_user_seconds",
-          "cpu_system_seconds", "rss_peak_bytes", "gpu_count", "gpu_util_avg_percent",
-          "samples") + STORED
+          "cpu_system_seconds", "rss_peak_bytes", "mem_peak_bytes", "gpu_count",
+          "gpu_util_avg_percent", "samples") + STORED
 
 
 def figures_of(record):
@@ -69,12 +74,18 @@ def efficiency_of(summary, tags=None, memory_per_unit=canonical.CANONICAL_MEMORY
     s = summary or {}
     if not s:
         return {}
-    if s.get("outcome") is not None:   # written by the sampler: what is absent is unknown
-        return {k: s.get(k) for k in STORED}
-    alloc = allocation(s, tags if tags is not None else s.get("tags"))
+    tags = tags if tags is not None else s.get("tags")
+    peak_from_before = False
+    if s.get("mem_sizing_basis") is None:   # written before the summary said
+        basis = efficiency.sizing_peak(s, tags or {})[1]
+        s = dict(s, mem_sizing_basis=basis)
+        peak_from_before = basis not in (efficiency.FOOTPRINT, None)
+    if s.get("outcome") is not None and not peak_from_before:
+        return {k: s.get(k) for k in STORED}   # written by the sampler: absent is unknown
+    alloc = allocation(s, tags)
     out = efficiency.figures(s, alloc, memory_per_unit)
     for name, value in s.items():
-        if name in out and value is not None:
+        if name in out and value is not None and not (peak_from_before and name in FROM_PEAK):
             out[name] = value   # what the sampler wrote wins
     if s.get("outcome") is None:
         c = canonical.classify(canonical.run_end(s))

@@ -6,6 +6,7 @@ import time
 
 from ..summary import from_samples
 from ..advice import advise
+from ..efficiency import BASIS_TEXT, FOOTPRINT
 from . import canonical
 from .job_efficiency import efficiency_of
 from .scheduler import ending
@@ -214,7 +215,8 @@ def efficiency_rows(e):
         ("cores requested", e.get("cores_requested"), "cores"),
         ("cores allocated", e.get("cores_allocated"), "cores"),
         ("CPU efficiency (CPU time / (cores x wall))", e.get("cpu_efficiency_percent"), "%"),
-        ("memory efficiency (footprint peak / allocated)", e.get("mem_efficiency_percent"), "%"),
+        (f"memory efficiency ({BASIS_TEXT.get(e.get('mem_sizing_basis'), 'peak')} / allocated)",
+         e.get("mem_efficiency_percent"), "%"),
         ("GPUs allocated", e.get("gpus_allocated"), "count"),
         ("canonical units held (1 core + 2 GB)", e.get("canonical_units"), "units"),
         ("core-hours allocated", e.get("provisioned_core_hours"), "core-h"),
@@ -230,6 +232,9 @@ def efficiency_rows(e):
 MEANINGS = {
     "footprint": "anonymous + shared memory the job's processes hold: what it needs; "
                  "sampled, plus each process's kernel high-water mark",
+    "footprint-sampled": "anonymous + shared memory the job's processes hold, as sampled "
+                         "only (jobmon watched from beside the job, reaping none of it): "
+                         "misses a spike between samples, so the kernel peak sizes the job",
     "charged": "footprint + page cache, as sampled: what the kernel charged the job; "
                "cache is reclaimable, so it may exceed the request without harm",
     "kernel": "the cgroup's own high-water mark of charged memory, at any instant "
@@ -247,7 +252,9 @@ def memory_rows(s, samples, eff, scheduler, many):
     charged = [x.get("mem_resident_bytes", 0) + x.get("mem_cache_bytes", 0)
                for x in samples if x.get("mem_cache_bytes") is not None]
     node = " (largest node)" if many else ""
-    rows = [("footprint peak" + node, s.get("rss_peak_bytes"), "footprint"),
+    reaped = eff.get("mem_sizing_basis") in (FOOTPRINT, None)
+    rows = [("footprint peak" + ("" if reaped else ", sampled") + node, s.get("rss_peak_bytes"),
+             "footprint" if reaped else "footprint-sampled"),
             ("charged peak, sampled" + node, max(charged) if charged else None, "charged"),
             ("kernel peak (cgroup)" + node, s.get("mem_peak_bytes"), "kernel")]
     for label, field in (("HTCondor MemoryUsage", "MemoryUsage (polled peak)"),

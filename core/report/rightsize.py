@@ -9,13 +9,16 @@ A batch is the jobs one submission made, by one user:
   HTCondor cluster   an id 4711.3 (proc 3 of cluster 4711), per schedd
 A task is one job id: its peak is the largest over its runs and nodes, its CPU the most
 cores it kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
-its job's own record holds it.
+its job's own record holds it. The peak is the one that sizes a job
+(jobmon.efficiency.sizing_peak): the footprint where jobmon reaped the job, else the
+kernel's exact one (page cache included); a batch with sampled peaks says so.
 
 Read side, standard library only.
 """
 import math
 import re
 
+from ..efficiency import FOOTPRINT, KERNEL, SAMPLED
 from ..printable import fixed
 from . import job_efficiency
 from .aggregate import quantile
@@ -96,19 +99,34 @@ def tasks_of(records):
         if not s or b is None or is_step(rec):
             continue
         tasks = out.setdefault((rec.get("user") or "", *b), {})
-        t = tasks.setdefault(str(rec.get("job")), {"peak": None, "cores": None, "mem_req": None,
-                                                   "cores_req": None})
+        t = tasks.setdefault(str(rec.get("job")), {"peak": None, "basis": None, "cores": None,
+                                                   "mem_req": None, "cores_req": None})
         alloc = job_efficiency.figures_of(rec)
         wall = s.get("wall_seconds") or 0
         cores = ((s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)) / wall \
             if wall > 0 else None
-        if s.get("rss_peak_bytes") is not None:
-            t["peak"] = max(t["peak"] or 0, s["rss_peak_bytes"])
+        peak, basis = alloc.get("mem_sizing_peak_bytes"), alloc.get("mem_sizing_basis")
+        if peak is not None:
+            t["peak"] = max(t["peak"] or 0, peak)
+            t["basis"] = weakest(t["basis"], basis)
         if cores is not None:
             t["cores"] = max(t["cores"] or 0.0, cores)
         t["mem_req"] = alloc["mem_requested_bytes"] or t["mem_req"]
         t["cores_req"] = alloc["cores_requested"] or t["cores_req"]
     return out
+
+
+# what a batch's peaks are, the least certain first: one sampled peak makes them all
+# "may have missed a spike"
+_BASIS_ORDER = (SAMPLED, KERNEL, FOOTPRINT)
+_BASIS_NOTE = {SAMPLED: " (sampled peaks: a spike between samples may be missed)",
+               KERNEL: " (the kernel's peaks, page cache included)", FOOTPRINT: ""}
+
+
+def weakest(a, b):
+    """The less certain of two peaks' bases (None: neither known)."""
+    known = [x for x in (a, b) if x in _BASIS_ORDER]
+    return min(known, key=_BASIS_ORDER.index) if known else None
 
 
 def suggest(tasks, limits=None):
@@ -120,10 +138,12 @@ def suggest(tasks, limits=None):
     out = {"tasks": len(tasks), "peak_memory_bytes": _stats(peaks), "cores_used": _stats(cores),
            "mem_requested_bytes": _common([t["mem_req"] for t in tasks]),
            "cores_requested": _common([t["cores_req"] for t in tasks]),
-           "memory_bytes": None, "memory_covers_percent": None, "cores": None,
-           "cores_cover_percent": None, "advice": []}
+           "peak_basis": None, "memory_bytes": None, "memory_covers_percent": None,
+           "cores": None, "cores_cover_percent": None, "advice": []}
     if len(tasks) < lim["rightsize_min_tasks"]:
         return out
+    for t in tasks:
+        out["peak_basis"] = weakest(out["peak_basis"], t.get("basis"))
     if peaks:
         need = covering(peaks, coverage) * (1 + lim["rightsize_headroom_percent"] / 100.0)
         mem = round_memory(need)
@@ -131,6 +151,7 @@ def suggest(tasks, limits=None):
         out["memory_covers_percent"] = 100.0 * sum(p <= mem for p in peaks) / len(peaks)
         out["advice"].append(f"request {memory_text(mem)}: covers "
                              f"{math.floor(out['memory_covers_percent'])} % of the tasks' peaks"
+                             + _BASIS_NOTE.get(out["peak_basis"], "")
                              + _against(out["mem_requested_bytes"], mem, memory_text))
     if cores:
         n = max(1, math.ceil(covering(cores, coverage) - CORE_SLACK))

@@ -42,10 +42,11 @@ def build():
                f'WHERE {H} {PER_JOB}', alias="$tag_job $tag_run")], unit="Bps", stack=True))
     p.append(table(g, "Jobs that started on $host", [table_target(
         f'SELECT "wall_seconds", "cpu_cores_avg", "cores_allocated", "cpu_efficiency_percent", '
-        f'"rss_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", "exit_code", '
-        f'"outcome" FROM "{JOB}" WHERE {HJ} GROUP BY "job", "run", "user"')], h=9,
+        f'"mem_sizing_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", '
+        f'"exit_code", "outcome" FROM "{JOB}" WHERE {HJ} GROUP BY "job", "run", "user"')], h=9,
         sort="wall_seconds",
-        overrides=[unit_override(n, "bytes") for n in ("rss_peak_bytes", "mem_allocated_bytes")]
+        overrides=[unit_override(n, "bytes")
+                   for n in ("mem_sizing_peak_bytes", "mem_allocated_bytes")]
         + [unit_override("wall_seconds", "s"),
            field_links("job", job_link())],
         description="Click a job for its own dashboard."))

@@ -6,7 +6,7 @@ from dashlib import (JOB, RUNS, Grid, dashboard, field_links, filter_vars, job_l
 U = match("user", "cluster", "account", "group") + " AND $__timeFilter AND " \
     + RUNS   # job runs, not their steps
 JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
-        f'"mem_efficiency_percent", "rss_peak_bytes", "idle_canonical_core_hours", '
+        f'"mem_efficiency_percent", "mem_sizing_peak_bytes", "idle_canonical_core_hours", '
         f'"exit_code", "outcome", "outcome_reason", "tags" FROM "{JOB}" WHERE {U} '
         f'GROUP BY "job", "run", "host", "cluster"')
 # a job array's tasks share the scheduler's array id (Slurm SLURM_ARRAY_JOB_ID; `jobmon run
@@ -33,7 +33,7 @@ def build():
     p.append(table(g, "Recent jobs", [table_target(JOBS)], h=10, sort="wall_seconds",
                    hidden=("tags",),
                    overrides=[unit_override("wall_seconds", "s"),
-                              unit_override("rss_peak_bytes", "bytes"),
+                              unit_override("mem_sizing_peak_bytes", "bytes"),
                               unit_override("cpu_efficiency_percent", "percent"),
                               unit_override("mem_efficiency_percent", "percent"),
                               field_links("job", job_link("${user:percentencode}", "host"))],
@@ -52,12 +52,15 @@ def build():
                                                       "aggregations": ["mean", "min"]},
                            "mem_efficiency_percent": {"operation": "aggregate",
                                                       "aggregations": ["mean", "min"]},
+                           "mem_sizing_peak_bytes": {"operation": "aggregate",
+                                                     "aggregations": ["max"]},
                            "idle_canonical_core_hours": {"operation": "aggregate",
                                                          "aggregations": ["sum"]}}}},
                        {"id": "organize", "options": {"renameByName": {
                            "job (count)": "tasks"}}}],
                    description=f"Tasks of each job array (the `{ARRAY_KEY}` in the jobs' "
-                               "tags), summarized: count, mean and worst efficiency."))
+                               "tags), summarized: count, mean and worst efficiency, the largest "
+                               "memory peak (the one that sizes a job: docs/reports.md)."))
 
     return dashboard(
         "jobmon-user", "jobmon: user",
