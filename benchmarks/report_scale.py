@@ -69,9 +69,10 @@ def jobs(n, samples, start):
         yield job, smp, summary
 
 
-def fill(sink_for, n, samples, start):
+def fill(sink_for, runs):
+    """Seconds to write `runs` ((job, samples, summary) each) through their own sinks."""
     t = time.perf_counter()
-    for job, smp, summary in jobs(n, samples, start):
+    for job, smp, summary in runs:
         sink = sink_for()
         sink.open(job)
         for s in smp:
@@ -161,7 +162,7 @@ def settle(pid, quiet=0.05, most=600):
 
 def embedded(a, d, start):
     path = os.path.join(d, "jobmon.db")
-    took = fill(lambda: LocalStore(path), a.jobs, a.samples, start)
+    took = fill(lambda: LocalStore(path), jobs(a.jobs, a.samples, start))
     print(f"embedded: wrote {a.jobs} jobs x {a.samples} samples through the store's sink in "
           f"{took:.0f} s; file {os.path.getsize(path) / 1e6:.0f} MB")
     env = dict(os.environ)
@@ -169,11 +170,33 @@ def embedded(a, d, start):
     measure("embedded", [f"--store={path}"], env, a, lambda: LocalStore(path))
 
 
-def influxdb(a, d, start):
-    from servers import Influx
+def spool_and_ship(srv, d, runs):
+    """A site config for database "bench" on `srv`; `runs` written through the spool writer
+    and sent by the real shipper. Returns the config's path."""
     from jobmon.ship import shipper
     from jobmon.ship.spooldir import prepare_spool
     from jobmon.ship.transports.v1 import V1Transport
+    srv.create_db("bench")
+    cfgfile = os.path.join(d, "jobmon.toml")
+    with open(cfgfile, "w") as f:
+        f.write(f'[store]\nkind = "influxdb"\n[influxdb]\nurl = "{srv.url}"\n'
+                f'database = "bench"\n[spool]\ndir = "{d}/spool"\nmax_bytes = {1 << 40}\n'
+                f'[shipper]\nstate_dir = "{d}/state"\nbatch_bytes = {64 << 20}\n')
+    os.chmod(cfgfile, 0o644)
+    cfg = config.load(cfgfile)
+    prepare_spool(cfg["spool"]["dir"])
+    took = fill(lambda: SpoolSink(cfg["spool"]["dir"]), runs)
+    t = time.perf_counter()
+    s = shipper.Shipper(cfg, V1Transport(srv.url, "bench", gzip=True))
+    s.once(120)
+    s.close()
+    print(f"influxdb: spooled the jobs in {took:.0f} s, shipped "
+          f"{s.state.counters['shipped_points']} points in {time.perf_counter() - t:.0f} s")
+    return cfgfile
+
+
+def influxdb(a, d, start):
+    from servers import Influx
     from jobmon.stores.influx import InfluxStore
     srv = Influx()
     # a shard is fully compacted once written to and cold for compact-full-write-cold-duration
@@ -184,21 +207,7 @@ def influxdb(a, d, start):
         f.write(conf)
     srv.start()
     try:
-        srv.create_db("bench")
-        cfgfile = os.path.join(d, "jobmon.toml")
-        with open(cfgfile, "w") as f:
-            f.write(f'[store]\nkind = "influxdb"\n[influxdb]\nurl = "{srv.url}"\n'
-                    f'database = "bench"\n[spool]\ndir = "{d}/spool"\nmax_bytes = {1 << 40}\n'
-                    f'[shipper]\nstate_dir = "{d}/state"\nbatch_bytes = {64 << 20}\n')
-        cfg = config.load(cfgfile)
-        prepare_spool(cfg["spool"]["dir"])
-        took = fill(lambda: SpoolSink(cfg["spool"]["dir"]), a.jobs, a.samples, start)
-        t = time.perf_counter()
-        s = shipper.Shipper(cfg, V1Transport(srv.url, "bench", gzip=True))
-        s.once(120)
-        s.close()
-        print(f"influxdb: spooled {a.jobs} jobs x {a.samples} samples in {took:.0f} s, shipped "
-              f"{s.state.counters['shipped_points']} points in {time.perf_counter() - t:.0f} s")
+        cfgfile = spool_and_ship(srv, d, jobs(a.jobs, a.samples, start))
         env = dict(os.environ, JOBMON_CONFIG=cfgfile)
         env.pop("JOBMON_STORE", None)
         store = lambda: InfluxStore(srv.url, "bench")   # noqa: E731

@@ -98,6 +98,15 @@ SCHEMA = {
         "every_seconds": (float, 30.0),       # between breakdowns (samples are more often)
         "cmdline": (bool, False),             # store each group's full command line
     },
+    "service": {                              # the read service; docs/security.md
+        "address": (str, ""),                 # readers: the service's socket path or HOST:PORT
+        "socket": (str, "/run/jobmon/read.sock"),  # `jobmon serve`: its Unix socket ("" none)
+        "listen": (str, ""),                  # `jobmon serve`: HOST:PORT for MUNGE callers
+        "munge_socket": (str, ""),            # munged's socket ("": libmunge's default)
+        "admin_group": (str, ""),             # its members read every user's jobs
+        "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
+        "timeout_seconds": (float, 30.0),     # readers: how long to wait for an answer
+    },
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
            ("influxdb", "version"): (1, 2, 3),
@@ -114,6 +123,7 @@ POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
                 ("slurm", "end_wait_seconds")}
 POSITIVE.add(("procs", "every_seconds"))
+POSITIVE.add(("service", "timeout_seconds"))
 NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
 NOT_NEGATIVE.add(("procs", "top"))
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
@@ -122,7 +132,8 @@ MIN_BATCH_BYTES = 64 << 10
 # and a block for its file; below that every job's reserve would be dropped as it is made
 MIN_SHARE_BYTES = (32 << 10) + 4096
 # paths that must be absolute: a relative one would depend on each job's working directory
-ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"))
+ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"),
+                  ("service", "socket"), ("service", "coordinators_file"))
 SECRET_KEYS = {"password", "token", "secret"}
 NOT_NEGATIVE -= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
 POSITIVE |= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}

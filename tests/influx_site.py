@@ -7,9 +7,18 @@ import shutil
 import subprocess
 import tempfile
 
-from helpers import JOBMON, PYTHON, as_user
+from helpers import JOBMON, PYTHON, as_user, shared_tmpdir
 
 SERVICE_USER, SERVICE_GROUP = "nobody", "nogroup"   # a shipper that is not root
+# a small real job: touches `argv[1]` MiB, busy for 0.8 s
+SMALL_JOB = """
+import sys, time
+buf = bytearray(int(sys.argv[1]) << 20)
+for i in range(0, len(buf), 4096):
+    buf[i] = 1
+t = time.time()
+while time.time() - t < 0.8: pass
+"""
 
 
 class Site:
@@ -60,6 +69,17 @@ class Site:
         if check and r.returncode != 0:
             raise AssertionError(f"jobmon {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
         return r
+
+    def run_small_job(self, job_id, user, mib, tags=()):
+        """`jobmon run` of SMALL_JOB as `user`, sampled every 0.2 s, into the spool."""
+        cwd = shared_tmpdir("jobmon-small-job-")
+        try:
+            r = self.jobmon("run", "--interval=0.2", f"--job-id={job_id}",
+                            *[f"--tag={t}" for t in tags], "--", PYTHON, "-c", SMALL_JOB,
+                            str(mib), user=user, check=False, cwd=cwd)
+        finally:
+            shutil.rmtree(cwd, ignore_errors=True)
+        assert r.returncode == 0, r.stderr
 
     def ship(self, *args, **kw):
         """`jobmon ship ARGS`, as the service user when the site has one."""

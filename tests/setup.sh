@@ -32,6 +32,10 @@ PY=/usr/bin/python3
 # an unprivileged user for the procfs-mode and multi-user tests
 id jobmon-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobmon-test
 id jobmon-test2 >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobmon-test2
+# an admin of the read service (`jobmon serve`): a member of its admin group
+getent group jobmon-test-admins >/dev/null || groupadd --system jobmon-test-admins
+id jobmon-test-admin >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin \
+    -G jobmon-test-admins jobmon-test-admin
 # the tree must be readable by them (a fresh clone may sit below a private home)
 chmod -R o+rX . 2>/dev/null || true
 d=$(pwd); while [ "$d" != / ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done

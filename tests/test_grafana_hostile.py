@@ -8,13 +8,12 @@ against a real InfluxDB 1.6.7 filled by real jobs of two users; its answer must 
 it gives on a database that holds only the points its selections name (copied with an
 exact `"tag" = '...'` per selection). A query that widens (an injection), merges two
 users' runs of one id, or breaks (HTTP 400) gives a different answer."""
-import shutil
 import urllib.error
 
 import pytest
 
 import grafana_model as gm
-from helpers import PYTHON, needs_test_user, root, shared_tmpdir
+from helpers import needs_test_user, root
 from jobmon.influx.lineprotocol import clean_tag
 from jobmon.stores.influx import quote_string
 
@@ -34,27 +33,6 @@ BACKEND_MACROS = ("$timeFilter", "$interval", "$__interval")
 HOSTILE_ACCOUNT = "x' OR \"account\" =~ /.*/ OR \"account\" = 'y"
 HOSTILE_GROUP = "g|.*"
 
-JOB = """
-import sys, time
-buf = bytearray(int(sys.argv[1]) << 20)
-for i in range(0, len(buf), 4096):
-    buf[i] = 1
-t = time.time()
-while time.time() - t < 0.8: pass
-"""
-
-
-def run_job(site, job_id, user, mib, tags=()):
-    cwd = shared_tmpdir("jobmon-grafana-hostile-")
-    try:
-        r = site.jobmon("run", "--interval=0.2", f"--job-id={job_id}",
-                        *[f"--tag={t}" for t in tags], "--", PYTHON, "-c", JOB, str(mib),
-                        user=user, check=False, cwd=cwd)
-    finally:
-        shutil.rmtree(cwd, ignore_errors=True)
-    assert r.returncode == 0, r.stderr
-
-
 @pytest.fixture(scope="module")
 def filled(influx_server, tmp_path_factory):
     import time
@@ -62,14 +40,14 @@ def filled(influx_server, tmp_path_factory):
     site = Site(influx_server, tmp_path_factory.mktemp("hostile"), "grafana_hostile")
     site.prepare()
     t0 = time.time()
-    run_job(site, SHARED, VICTIM, 16, ("account=phys",))
-    run_job(site, SHARED, ATTACKER, 96, ("account=phys",))
-    run_job(site, "9300", VICTIM, 8)
+    site.run_small_job(SHARED, VICTIM, 16, ("account=phys",))
+    site.run_small_job(SHARED, ATTACKER, 96, ("account=phys",))
+    site.run_small_job("9300", VICTIM, 8)
     for job_id in HOSTILE_IDS:
-        run_job(site, job_id, ATTACKER, 8)
-    run_job(site, "acct-1", ATTACKER, 8, (f"account={HOSTILE_ACCOUNT}",
-                                           f"group={HOSTILE_GROUP}"))
-    run_job(site, "acct-2", VICTIM, 8, ("account=phys", "group=cms"))
+        site.run_small_job(job_id, ATTACKER, 8)
+    site.run_small_job("acct-1", ATTACKER, 8, (f"account={HOSTILE_ACCOUNT}",
+                                               f"group={HOSTILE_GROUP}"))
+    site.run_small_job("acct-2", VICTIM, 8, ("account=phys", "group=cms"))
     site.ship(env=dict(site.env, JOBMON_SHIPPER_HOST="wn1", JOBMON_SHIPPER_CLUSTER="alpha"))
     refs = {}
     yield site, refs, int(t0 * 1000) - 60000, int(time.time() * 1000) + 5000

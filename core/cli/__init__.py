@@ -65,3 +65,4 @@ ship.register(app)
 gpu.register(app)
 live.register(app)
 from . import pilot; pilot.register(app)  # noqa: E402,E702
+from . import serve; serve.register(app)  # noqa: E402,E702

@@ -8,14 +8,19 @@ from ..printable import clean
 
 
 def open_store(store: Optional[str]):
-    """The store to read: --store PATH, else InfluxDB when the config says so, else the
-    embedded default."""
+    """The store to read: --store PATH, else the read service when the config names one,
+    else InfluxDB when the config says so, else the embedded default."""
     import os
     from ..stores import store_path
     if store is None:
         from .. import config
         try:
             cfg = config.load()
+            service = cfg["service"]
+            if service["address"]:
+                from ..serve.client import RemoteStore
+                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"],
+                                                 service["timeout_seconds"]))
             if cfg.uses_influxdb:
                 from ..stores.influx import InfluxStore
                 return FriendlyStore(InfluxStore.from_config(cfg))
@@ -46,11 +51,16 @@ class FriendlyStore:
         method = getattr(self.store, name)
 
         def call(*a, **kw):
+            from ..serve.client import ServiceDown, ServiceError
             from ..stores.influx import InfluxError
             try:
                 return method(*a, **kw)
-            except InfluxError as e:
+            except (InfluxError, ServiceError) as e:
                 typer.echo(f"jobmon: {e}", err=True)
+                if isinstance(e, ServiceDown):
+                    typer.echo("jobmon: jobs are read through this service here ([service] "
+                               "address in the configuration); ask the site's admins",
+                               err=True)
                 raise typer.Exit(1)
         return call
 

@@ -9,8 +9,9 @@ import os
 
 
 class Store:
-    def jobs(self, limit=20):
-        """The most recent records, newest first: job dicts with "summary" (or None)."""
+    def jobs(self, limit=20, user=None):
+        """The most recent records (of `user`, when given), newest first: job dicts with
+        "summary" (or None)."""
         raise NotImplementedError
 
     def records(self, ref, user=None):

@@ -113,10 +113,11 @@ class InfluxStore(Store):
         return answer_rows(answer, self.url)
 
     # --- read interface ---
-    def jobs(self, limit=20):
+    def jobs(self, limit=20, user=None):
         if int(limit) < 1:
             raise InfluxError(f"cannot list {limit} jobs: give 1 or more")
-        rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
+        where = f' WHERE "user"::tag = {tag_literal(user)}' if user else ""
+        rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}"{where} '
                          f'ORDER BY time DESC LIMIT {int(limit)}')
         return [schema.job_from_row(r) for r in rows]
 

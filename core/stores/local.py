@@ -92,9 +92,9 @@ class LocalStore(Sink, Store):
         self.db.close()
 
     # --- read side (jobmon query / list) ---
-    def jobs(self, limit=20):
-        rows = self.db.execute("SELECT id, info, summary FROM runs ORDER BY start_time DESC, "
-                               "id DESC LIMIT ?", (limit,))
+    def jobs(self, limit=20, user=None):
+        rows = self.db.execute("SELECT id, info, summary FROM runs WHERE ? IS NULL OR user = ? "
+                               "ORDER BY start_time DESC, id DESC LIMIT ?", (user, user, limit))
         return [_info(i, s, run) for run, i, s in rows]
 
     def records(self, ref, user=None):

@@ -1,0 +1,107 @@
+"""The read interface of jobmon.stores, answered by `jobmon serve`: what `jobmon query`,
+`list`, `report` and `pilot` read when [service] address is set. The caller needs no
+credential of the database, only to be who they are."""
+import socket
+
+from ..stores import Store
+from . import protocol
+
+
+class ServiceError(Exception):
+    pass
+
+
+class ServiceDown(ServiceError):
+    pass
+
+
+def parse_address(address):
+    """("unix", path) for a path, ("tcp", (host, port)) for HOST:PORT."""
+    if address.startswith("/"):
+        return "unix", address
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ServiceError(f"[service] address {address!r}: a socket path (/run/jobmon/"
+                           "read.sock) or HOST:PORT")
+    return "tcp", (host.strip("[]"), int(port))
+
+
+class RemoteStore(Store):
+    def __init__(self, address, munge_socket="", timeout=30.0):
+        self.address, self.munge_socket, self.timeout = address, munge_socket, timeout
+        self.kind, self.where = parse_address(address)
+        self.f = None
+        self.user = self.reads = None
+
+    def _connect(self):
+        try:
+            if self.kind == "unix":
+                sock = socket.socket(socket.AF_UNIX)
+                sock.settimeout(self.timeout)
+                sock.connect(self.where)
+            else:
+                sock = socket.create_connection(self.where, timeout=self.timeout)
+            f = sock.makefile("rwb")
+            hello = protocol.receive(f)
+        except (OSError, protocol.BadRequest) as e:
+            raise ServiceDown(f"the read service at {self.address} is down ({_why(e)})")
+        if not hello or hello.get("service") != "jobmon":
+            raise ServiceDown(f"{self.address} is not a jobmon read service")
+        auth = {}
+        if "nonce" in hello:
+            from .munge import Munge, MungeError
+            try:
+                auth["munge"] = Munge(self.munge_socket).encode(hello["nonce"].encode())
+            except MungeError as e:
+                raise ServiceError(f"cannot make a MUNGE credential for the read service: {e}")
+        who = self._exchange(f, auth)
+        if "error" in who:
+            raise ServiceError(f"the read service at {self.address} refused: {who['error']}")
+        self.f, self.user, self.reads = f, who.get("user"), who.get("reads")
+
+    def _exchange(self, f, obj):
+        try:
+            protocol.send(f, obj)
+            answer = protocol.receive(f)
+        except (OSError, protocol.BadRequest) as e:
+            raise ServiceDown(f"the read service at {self.address} stopped answering "
+                              f"({_why(e)})")
+        if answer is None:
+            raise ServiceDown(f"the read service at {self.address} closed the connection")
+        return answer
+
+    def call(self, op, **args):
+        if self.f is None:
+            self._connect()
+        answer = self._exchange(self.f, {"op": op, "args": args})
+        if "error" in answer:
+            raise ServiceError(f"the read service: {answer['error']}")
+        return answer["result"]
+
+    def close(self):
+        if self.f is not None:
+            self.f.close()
+            self.f = None
+
+    # --- the read interface (jobmon.stores.Store) ---
+    def jobs(self, limit=20, user=None):
+        return self.call("jobs", limit=int(limit), user=user)
+
+    def records(self, ref, user=None):
+        return self.call("records", user=user, ref={
+            "text": ref.text, "exact": list(ref.exact), "prefixes": list(ref.prefixes),
+            "global_id": ref.global_id})
+
+    def summaries(self, since=None, until=None, user=None, fields=None):
+        return self.call("summaries", since=since, until=until, user=user,
+                         fields=None if fields is None else sorted(fields))
+
+    def samples(self, record):
+        return self.call("samples", handle=record["_handle"])
+
+    def breakdowns(self, record, last=None):
+        return self.call("breakdowns", handle=record["_handle"], last=last)
+
+
+def _why(e):
+    return e.strerror or str(e) if isinstance(e, OSError) else str(e)

@@ -1,0 +1,65 @@
+"""The service's store as one caller sees it: the read interface of jobmon.stores, every
+answer inside the caller's Scope. A store is asked for the caller's own records where
+it can filter by user; every record is checked against the scope before it leaves.
+
+Records leave without the store's own keys (`_point`, `_row`: where its samples are);
+each carries a `_handle` instead, a number this connection gave it. samples() and
+breakdowns() take a handle back, so a caller reads the samples of records it was shown
+and of nothing else."""
+from ..stores.ids import JobRef
+
+# a coordinator's `jobmon list`: their accounts' jobs among this many newest records
+COORDINATOR_SCAN = 10000
+
+
+class NotFound(Exception):
+    pass
+
+
+class ScopedStore:
+    def __init__(self, store, scope):
+        self.store, self.scope = store, scope
+        self.held = {}           # handle -> the store's record
+
+    def _shown(self, records):
+        out = []
+        for r in records:
+            if not self.scope.allows(r):
+                continue
+            handle = len(self.held) + 1
+            self.held[handle] = r
+            shown = {k: v for k, v in r.items() if not k.startswith("_")}
+            shown["_handle"] = handle
+            out.append(shown)
+        return out
+
+    def _record(self, handle):
+        try:
+            return self.held[handle]
+        except KeyError:
+            raise NotFound(f"no record {handle} on this connection")
+
+    def jobs(self, limit, user=None):
+        only = self.scope.only_user
+        if user or only is not None or self.scope.admin:
+            return self._shown(self.store.jobs(limit, user=user or only))
+        # a coordinator: their own jobs, and their accounts' among the newest records
+        recs = self.store.jobs(limit, user=self.scope.user)
+        recs += [r for r in self.store.jobs(max(limit, COORDINATOR_SCAN))
+                 if r.get("user") != self.scope.user]
+        recs.sort(key=lambda r: r.get("start_time") or 0, reverse=True)
+        return self._shown(recs)[:limit]
+
+    def records(self, ref, user=None):
+        ref = JobRef(ref["text"], ref["exact"], ref["prefixes"], ref["global_id"])
+        return self._shown(self.store.records(ref, user=user or self.scope.only_user))
+
+    def summaries(self, since=None, until=None, user=None, fields=None):
+        return self._shown(self.store.summaries(since, until, user or self.scope.only_user,
+                                                fields=fields))
+
+    def samples(self, handle):
+        return self.store.samples(self._record(handle))
+
+    def breakdowns(self, handle, last=None):
+        return self.store.breakdowns(self._record(handle), last=last)
