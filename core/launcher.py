@@ -150,9 +150,10 @@ class Supervisor:
     """Wait for the child and its leftovers, forwarding signals, ticking a sample callback."""
 
     def __init__(self, pid, on_tick=None, interval=None, wait_leftovers=True,
-                 on_command_exit=None):
+                 on_command_exit=None, on_reap=None):
         self.pid = pid
         self.on_tick = on_tick
+        self.on_reap = on_reap   # told a child's pid while it is a zombie, before reaping it
         self.interval = interval
         self.wait_leftovers = wait_leftovers
         self.on_command_exit = on_command_exit
@@ -192,7 +193,8 @@ class Supervisor:
         """Collect every exited child; True when the job is over."""
         while True:
             try:
-                pid, status, ru = os.wait4(-1, os.WNOHANG | os.WUNTRACED)
+                pid = self._next() if self.on_reap is not None else -1
+                pid, status, ru = os.wait4(pid, os.WNOHANG | os.WUNTRACED)
             except ChildProcessError:
                 return self.status is not None  # no child of ours is left
             if pid == 0:
@@ -207,6 +209,19 @@ class Supervisor:
                     self.on_command_exit(self.leftovers)
                 if not self.wait_leftovers:
                     return True
+
+    def _next(self):
+        """The child whose change comes next (-1: none), told to on_reap if it exited: it
+        stays a zombie, its /proc entry readable, until wait4 takes it."""
+        info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WSTOPPED | os.WNOHANG | os.WNOWAIT)
+        if info is None:
+            return -1
+        if info.si_code in (os.CLD_EXITED, os.CLD_KILLED, os.CLD_DUMPED):
+            try:
+                self.on_reap(info.si_pid)
+            except Exception:   # monitoring never stops the job's end
+                pass
+        return info.si_pid
 
     def _forward(self, info):
         sig = info.si_signo
@@ -239,19 +254,23 @@ def _kill(pid, sig):
 
 
 def _children():
-    """Pids of our live (non-zombie) children."""
-    from .probes.procfs import parse_stat
+    """Pids of our live (non-zombie) children: the kernel's list of our threads' children,
+    or where there is none (no CONFIG_PROC_CHILDREN) every process in /proc."""
+    from .probes.files import parse_stat, read_all, read_once
     me = os.getpid()
+    try:
+        pids = [int(k) for t in os.listdir("/proc/self/task")
+                for k in read_all(f"/proc/self/task/{t}/children").split()]
+    except OSError:
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
     out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    ppid, state = parse_stat(f.read())[:2]
-                if ppid == me and state != b"Z":
-                    out.append(int(name))
-            except (OSError, ValueError, IndexError):
-                pass
+    for pid in pids:
+        try:
+            ppid, state = parse_stat(read_once(b"/proc/%d/stat" % pid))[:2]
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me and state != b"Z":
+            out.append(pid)
     return out
 
 

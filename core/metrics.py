@@ -84,11 +84,12 @@ SUMMARY_FIELDS = (
     ("write_bytes", "bytes", "total bytes written to storage"),
     ("rchar_bytes", "bytes", "total bytes through read()-like system calls"),
     ("wchar_bytes", "bytes", "total bytes through write()-like system calls"),
-    ("procs_max", "count", "most processes alive at once: the samples and, where no sample "
-     "saw a multi-threaded process, the cgroup's pids high-water mark (processes that lived "
-     "between samples) or in procfs mode orphans counted at birth. The exec trampoline that "
-     "starts the job inside its cgroup raises that mark to 2 for a moment, so a mark of 2 "
-     "is not used: a job whose second process lived only between samples reads as 1"),
+    ("procs_max", "count", "most processes of the job that existed at once (from fork to "
+     "reaping: zombies count). cgroup: the samples and, where no sample saw a multi-threaded "
+     "process, the pids controller's high-water mark of tasks; the exec trampoline that starts "
+     "the job inside its cgroup raises that mark to 2 for a moment, so a mark of 2 is not used. "
+     "procfs: a lower bound, exact for every process a sample found or jobmon reaped; see "
+     "\"How exact procs_max is\" below"),
     ("threads_max", "count", "most threads alive at once"),
     ("leftover_procs", "count",
      "processes still running when the command itself exited (daemons, background jobs)"),
@@ -196,6 +197,40 @@ PROCS_TOP_KEYS = (
      "only where the site allows it ([procs] cmdline), else absent"),
 )
 
+PROCS_MAX_METHOD = """\
+A process exists from its fork until its parent reaps it; a zombie still counts, as the
+kernel's pids controller counts it. With a job cgroup whose pids controller keeps a
+high-water mark (`pids.peak`), that mark is the peak of the job's tasks, exact: `procs_max`
+is it where no sample saw a process with more than one thread (else the samples', a lower
+bound). A cgroup without that mark gives the samples' largest count, a lower bound.
+
+In procfs mode (no cgroup: an unprivileged `jobmon run`, `--cgroup=none`, an HTCondor job on a
+node whose starter has no cgroup) no interface open to an unprivileged process reports a
+fork. jobmon knows of each process it found the clock tick it was born in (its start time)
+and moments it still existed, and counts every set of processes that provably existed
+together:
+
+- every process a sample found, zombies included;
+- every process jobmon reaped itself, sampled or not: the command, and every orphan it
+  adopted as the job's subreaper (a double-forked daemon, a chain of daemons, one that
+  lived a few milliseconds between two samples), each known to exist until the moment
+  before jobmon reaped it;
+- every orphan's parent at the orphan's birth, although it was never seen: jobmon adopts
+  a process only once its parent died. It is not added where a process already counted
+  that died may have been that parent (same session, not known alive then): a chain of
+  daemons whose intermediates do not call setsid() while the top process died reads one
+  less;
+- of two processes born in the same clock tick, the lower pid was forked first.
+
+So `procs_max` is exact in procfs mode for every job whose processes each existed across a
+sample or were reaped by jobmon. A process born and reaped by another process of the job
+between two samples (a shell's short-lived commands, a fork storm) is not seen, and then
+`procs_max` is a lower bound: the largest number of processes that provably existed at once.
+Counting those too takes a kernel event stream (the proc connector, which needs
+CAP_NET_ADMIN; BPF; or tracing every fork with ptrace, which would change the job's own
+behaviour), or a cgroup.
+"""
+
 SAMPLE_NAMES = tuple(f[0] for f in SAMPLE_FIELDS)
 COUNTERS = tuple(f[0] for f in SAMPLE_FIELDS if f[2] == "counter")
 # columns of a sample in CSV (`jobmon run --format csv`, `jobmon query --csv`)
@@ -223,4 +258,5 @@ def markdown():
     out += [f"| `{n}` | {u} | {k} | {m} |" for n, u, k, m in PROCS_FIELDS]
     out += ["", "Each group in `procs_top`:", "", "| key | unit | meaning |", "|---|---|---|"]
     out += [f"| `{n}` | {u} | {m} |" for n, u, m in PROCS_TOP_KEYS]
+    out += ["", "## How exact procs_max is", "", PROCS_MAX_METHOD]
     return "\n".join(out) + "\n"

@@ -148,6 +148,7 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
         job = start_session(args, cg, start, t0, sup.reaped_peak, identity, command=pid,
                             base=base, overhead=overhead)
         sup.on_tick, sup.interval = job.tick, args.interval
+        sup.on_reap = getattr(job.probe, "reaping", None)   # procfs: its census
     except Exception as e:  # monitoring could not start: the command runs all the same
         warn(f"monitoring disabled: {e}")
     sup.run(time.monotonic)

@@ -118,7 +118,8 @@ class Session:
         if tasks_peak == 2 and self.trampoline_in_cgroup:
             tasks_peak = None   # that moment, not the job's: the samples say what it had
         s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
-        s.update(sampler.fold.totals(tasks_peak))
+        procs_peak = getattr(sampler.probe, "procs_peak", lambda: None)()
+        s.update(sampler.fold.totals(tasks_peak, procs_peak))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))
         s.update(cut_short=0, missing_seconds_max=_unread(self.job), reconciled=0)

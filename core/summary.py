@@ -92,9 +92,10 @@ class Fold:
                   and span >= RISING_SHARE * max(start, 1 << 20))
         return round(slope, 1), int(rising)
 
-    def totals(self, tasks_peak=None):
+    def totals(self, tasks_peak=None, procs_peak=None):
         """Summary fields that come from the samples. tasks_peak: the pids controller's
-        high-water mark of the job's tasks, where there is one."""
+        high-water mark of the job's tasks, where there is one; procs_peak: the most
+        processes known to have existed at once (procfs mode)."""
         last, pk = self.last, self.peaks
         out = {k: last.get(k) for k in LAST}
         for field, name in PEAKS.items():
@@ -112,8 +113,8 @@ class Fold:
         # ever saw more threads than processes (short-lived processes between samples)
         if tasks_peak and threads <= pk.get("procs", 0):
             procs = max(procs, tasks_peak)
-        out["procs_max"] = procs
-        out["threads_max"] = max(threads, tasks_peak or 0)
+        out["procs_max"] = max(procs, procs_peak or 0)
+        out["threads_max"] = max(threads, tasks_peak or 0, procs_peak or 0)
         out["gpu_util_avg_percent"] = round(self.gpu_util[0] / self.gpu_util[1], 1) \
             if self.gpu_util[1] else None
         out["gpu_energy_joules"] = self.gpu_energy

@@ -8,6 +8,7 @@ import os
 
 PROC = b"/proc"
 TICK = os.sysconf("SC_CLK_TCK")
+ZOMBIE = (b"Z", b"X")   # stat states of a process that has exited
 
 
 class Reader:
@@ -85,10 +86,10 @@ def parse_stat(data):
 
 def stat_fields(data):
     """/proc/<pid>/stat -> (state, ppid, minor faults, user ticks, system ticks (both with
-    reaped children), threads, start ticks since boot, resident pages)."""
+    reaped children), threads, start ticks since boot, resident pages, session)."""
     f = data[data.rindex(b")") + 2:].split(None, 22)
     return (f[0], int(f[1]), int(f[7]), int(f[11]) + int(f[13]), int(f[12]) + int(f[14]),
-            int(f[17]), int(f[19]), int(f[21]))
+            int(f[17]), int(f[19]), int(f[21]), int(f[3]))
 
 
 def parse_io(data):

@@ -23,10 +23,11 @@ import os
 import resource
 
 from . import Probe
-from .files import (PROC, TICK, io_fields, parse_io, parse_pss,  # noqa: F401
+from .files import (PROC, TICK, ZOMBIE, io_fields, parse_io, parse_pss,  # noqa: F401
                     parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
                     read_once, reaped_io, stat_fields)
-from .pss import PSS_SHARE, ZOMBIE, Proc, PssBook
+from .lifetimes import Census, Life, now
+from .pss import PSS_SHARE, Proc, PssBook
 
 NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes", "read_bytes",
          "write_bytes", "procs", "threads", "mem_resident_bytes", "mem_cache_bytes",
@@ -54,8 +55,8 @@ class ProcfsProbe(Probe):
         self.moved = False       # a process's children changed in this walk
         self.orphans = []        # children of processes that died: where did they go?
         self.foreign = set()     # pids in /proc that are not ours (scan mode)
-        self.judged = set()      # adopted orphans already looked at (_judge_orphans)
-        self.tasks_seen = 0      # tasks known to have lived at once
+        self.census = Census()   # the most processes known to have existed at once
+        self.born = []           # processes found in this walk
         try:   # run times in schedstat (we are running: ours is not 0)
             self.has_schedstat = not read_once(b"/proc/thread-self/schedstat").startswith(b"0 ")
         except OSError:
@@ -125,14 +126,17 @@ class ProcfsProbe(Probe):
             f = stat_fields(read_once(p.dir + b"stat"))
         except (OSError, ValueError, IndexError):
             return False
-        if p.start is not None and f[6] != p.start:
-            return False                 # the pid now belongs to another process
+        if p.start is not None and f[6] != p.start or f[0] == b"X":
+            return False   # the pid belongs to another process now; or its parent is reaping
+            #                it, and may hold its CPU and I/O already
         if p.counted:
             self._count(p, -1)
         was_live = p.state not in ZOMBIE
-        p.state, p.ppid, p.minflt, p.user, p.system, p.threads, p.start, p.rss = f
+        p.state, p.ppid, p.minflt, p.user, p.system, p.threads, p.start, p.rss, p.sid = f
         p.mem = None
         live = p.state not in ZOMBIE
+        if not live and p.died is None:
+            p.died = now()
         if was_live and not live:
             self.regrouped.add(p.ppid)   # (its siblings share their pages with one less)
             self.orphans += p.kids       # re-parented when it died: maybe inside the tree
@@ -167,6 +171,7 @@ class ProcfsProbe(Probe):
     def _new(self, pid, scan):
         """A process first seen; None if it is gone already."""
         p = Proc(pid, self._dir(pid))
+        p.seen = now()   # listed as a child before, read after: it existed then
         if scan is None and self.has_schedstat:
             try:
                 if self.nopen < self.open_max:
@@ -181,7 +186,17 @@ class ProcfsProbe(Probe):
             self._forget(p)
             return None
         self.pss.came(p)
+        # jobmon started only the command: any other child of it is an orphan it adopted
+        p.orphan = p.ppid == self.root and self.command not in (None, pid) \
+            and not self.include_root
+        self.born.append(p)
         return p
+
+    def _left(self, p):
+        """p is no longer in the tree: the census keeps when it last existed."""
+        self.census.ended.append(Life(p.pid, p.start, max(p.seen, self.census.last), p.sid,
+                                      p.died, p.orphan))
+        self._forget(p)
 
     def _forget(self, p):
         if p.counted:
@@ -237,6 +252,7 @@ class ProcfsProbe(Probe):
 
     def _walk(self):
         """Bring the tree below root up to date: {pid: Proc}."""
+        moment = now()
         scan = None if self.has_children else self._scan()
         old, self.moved = self.procs, False
         top = () if self.include_root else self._kids(self.root, 0, scan)
@@ -254,14 +270,14 @@ class ProcfsProbe(Probe):
                 gone.append(p)
         if gone or self.moved or self.orphans or not old:
             self._rebuild(old, gone, scan)
-        if self.command is not None and not self.include_root and self.root in self.regrouped:
-            self._judge_orphans()
+        self.census.count(moment, self.procs, self.born)
+        self.born = []
         return self.procs
 
     def _rebuild(self, old, gone, scan):
         """The tree again from root, after processes came, went or moved."""
         for p in gone:
-            self._forget(p)
+            self._left(p)
         dead = {p.pid for p in gone}
         tree = {}
         todo = [self.root] if self.include_root else list(self.top)
@@ -290,27 +306,35 @@ class ProcfsProbe(Probe):
             todo += p.kids
         for pid, p in old.items():
             if pid not in tree and pid not in dead:   # left the tree (adopted outside)
-                self._forget(p)
+                self._left(p)
         self.procs = tree
 
-    def _judge_orphans(self):
-        """Tasks that lived at once though no sample saw them together. jobmon forked only
-        the command: any other child of it is an orphan it adopted, whose parent was alive
-        when it forked it and is dead now. So at its birth lived: the orphan, its parent,
-        and every process still alive that was born in an earlier clock tick."""
-        tree = self.procs
-        for pid in self.top:
-            if pid == self.command or pid in self.judged or pid not in tree:
-                continue
-            self.judged.add(pid)
-            born = tree[pid].start
-            older = sum(1 for p in tree.values() if p.start < born and p.state not in ZOMBIE)
-            self.tasks_seen = max(self.tasks_seen, older + 2)
-        self.judged &= tree.keys()
+    def reaping(self, pid):
+        """jobmon is about to reap its child `pid`, a zombie: it existed until now. One no
+        walk found (it lived between two samples) joins the census here."""
+        p = self.procs.get(pid)
+        seen = now()
+        if p is not None:
+            p.seen = seen
+            return
+        try:
+            f = stat_fields(read_once(self._dir(pid) + b"stat"))
+        except (OSError, ValueError, IndexError):
+            return
+        orphan = self.command not in (None, pid)
+        self.census.reaped.append(Life(pid, f[6], seen, f[8], seen, orphan,
+                                       self.command if orphan and self._alive(self.command)
+                                       else None))
 
-    def tasks_peak(self):
-        """Tasks known to have lived at once though no sample saw them (None: none such)."""
-        return self.tasks_seen or None
+    def _alive(self, pid):
+        try:
+            return stat_fields(read_once(self._dir(pid) + b"stat"))[0] not in ZOMBIE
+        except (OSError, ValueError, IndexError):
+            return False
+
+    def procs_peak(self):
+        """The most processes known to have existed at once (zombies too: see lifetimes)."""
+        return self.census.peak or None
 
     # --- one sample ------------------------------------------------------------------------
 

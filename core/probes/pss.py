@@ -11,10 +11,9 @@ import os
 import time
 from _collections import deque   # the collections package costs each job ~3 ms to import
 
-from .files import parse_pss, parse_statm, read_once
+from .files import ZOMBIE, parse_pss, parse_statm, read_once
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-ZOMBIE = (b"Z", b"X")
 PSS_SHARE = 0.001     # of a core for PSS page walks: ~25 a second at 40 µs each
 PSS_BURST = 5.0       # s of unspent PSS budget that may be spent at once
 PSS_MAX_AGE = 60.0    # s after which a PSS is as doubtful as the process's whole size
@@ -25,7 +24,8 @@ class Proc:
 
     __slots__ = ("pid", "dir", "fd", "sched", "state", "ppid", "minflt", "user", "system",
                  "threads", "start", "rss", "kids", "io", "statm", "pss", "pss_at",
-                 "pss_minflt", "pss_group", "forked", "mem", "counted")
+                 "pss_minflt", "pss_group", "forked", "mem", "counted", "sid", "seen", "died",
+                 "orphan", "not_parent")
 
     def __init__(self, pid, path):
         self.pid, self.dir = pid, path
@@ -38,6 +38,10 @@ class Proc:
         self.forked = False      # it forked since then
         self.mem = None          # estimate(), until something changes
         self.counted = False     # in the probe's totals
+        self.seen = 0            # ns: a moment it existed at (lifetimes.now)
+        self.died = None         # ns: a moment it was known to have exited at
+        self.orphan = False      # adopted by jobmon (its parent died)
+        self.not_parent = None   # (lifetimes.Life)
 
     def doubt(self, now):
         """Bytes by which the PSS estimate may be off: never read; faults since (new pages,
