@@ -105,7 +105,6 @@ SCHEMA = {
         "munge_socket": (str, ""),            # munged's socket ("": libmunge's default)
         "admin_group": (str, ""),             # its members read every user's jobs
         "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
-        "timeout_seconds": (float, 30.0),     # readers: how long to wait for an answer
     },
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
@@ -123,7 +122,6 @@ POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
                 ("slurm", "end_wait_seconds")}
 POSITIVE.add(("procs", "every_seconds"))
-POSITIVE.add(("service", "timeout_seconds"))
 NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
 NOT_NEGATIVE.add(("procs", "top"))
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch

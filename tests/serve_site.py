@@ -111,7 +111,7 @@ class Service:
         path = os.path.join(self.dir, f"client-{len(os.listdir(self.dir))}.toml")
         with open(path, "w") as f:
             f.write(f'[service]\naddress = "{address or self.socket}"\n'
-                    f'munge_socket = "{self.munged.socket}"\ntimeout_seconds = 20.0\n')
+                    f'munge_socket = "{self.munged.socket}"\n')
         os.chmod(path, 0o644)
         return path
 

@@ -19,8 +19,7 @@ def open_store(store: Optional[str]):
             service = cfg["service"]
             if service["address"]:
                 from ..serve.client import RemoteStore
-                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"],
-                                                 service["timeout_seconds"]))
+                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"]))
             if cfg.uses_influxdb:
                 from ..stores.influx import InfluxStore
                 return FriendlyStore(InfluxStore.from_config(cfg))
