@@ -183,8 +183,14 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
         session.sampler.base = base
     elif cg is not None and not cg.created:
         session.zero()
-    for k, v in (overhead or {}).items():   # the trampoline's CPU is jobmon's
-        session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
+    # the trampoline's CPU is jobmon's: in a cgroup's counters with the cgroup's split of
+    # user and system time (jobmon.sampler.take_off), in the procfs probe's (jobmon's
+    # RUSAGE_CHILDREN) with the very split wait4 gave
+    if probe.method.startswith("cgroup"):
+        session.sampler.cpu_overhead = sum((overhead or {}).values())
+    else:
+        for k, v in (overhead or {}).items():
+            session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
     session.trampoline_in_cgroup = bool(overhead) and cg is not None
     return session
 

@@ -18,6 +18,19 @@ def reaped_peak():
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
+def take_off(values, seconds):
+    """Take `seconds` of CPU that is not the job's (the exec trampoline's, in the job's
+    cgroup for its last moments) off a cgroup's CPU counters. The cgroup counts those
+    seconds exactly, but splits them its own way: the trampoline's exec, clone and exit
+    are system time there, while its rusage calls a run that no clock tick hit all user
+    time. Taken off user time, they made a short job's user time negative; so they come
+    off system time first, then user time, and neither goes below zero."""
+    system = values.get("cpu_system_seconds", 0.0)
+    from_system = min(seconds, max(system, 0.0))
+    values["cpu_system_seconds"] = system - from_system
+    values["cpu_user_seconds"] = max(values["cpu_user_seconds"] - (seconds - from_system), 0.0)
+
+
 class Sampler:
     def __init__(self, probe, sinks, job, interval, monotonic=time.monotonic,
                  kernel_peak=reaped_peak, own_process=True):
@@ -37,6 +50,7 @@ class Sampler:
         self.tick_cpu = 0.0       # CPU spent in tick(), for a sampler sharing its process
         self.own_process = own_process
         self.base = {}            # counter values at the start, for jobs with a past
+        self.cpu_overhead = 0.0   # s of jobmon's own CPU in a cgroup's counters (take_off)
         for s in list(self.sinks):
             self._safe(s, "open", job)
         # the per-process breakdown, at its own lower rate (probes/breakdown.py)
@@ -73,6 +87,8 @@ class Sampler:
         for k, v in self.base.items():
             if k in values:
                 values[k] -= v
+        if self.cpu_overhead and "cpu_user_seconds" in values:
+            take_off(values, self.cpu_overhead)
         if extra:
             values.update(extra)
         now = self.clock()

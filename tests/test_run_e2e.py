@@ -252,6 +252,56 @@ def test_one_process_is_one(tmp_path, mode):
     assert (s["procs_max"], s["threads_max"]) == (1, 1), s
 
 
+NEAR_ZERO_RUNS = 25
+
+
+def negative_figures(summary, samples):
+    """Every CPU figure below zero in a job's summary and samples."""
+    return [(k, v) for d in [summary] + samples for k, v in d.items()
+            if k.startswith("cpu_") and isinstance(v, (int, float)) and v < 0]
+
+
+@pytest.mark.parametrize("mode", ["procfs", "cgroup-v1"])
+def test_a_near_zero_job_never_has_a_negative_figure(mode):
+    """`true`, 25 times: no CPU figure of the summary or of any sample is below zero --
+    the exec trampoline's CPU, which jobmon takes off the job's, came off user time where
+    the cgroup had counted it as system time (cgroup v1 as root; procfs as the test user,
+    where it comes off the very figures wait4 gave)."""
+    user = None
+    if mode == "cgroup-v1":
+        _mode_ok(mode)
+    elif IS_ROOT:
+        user = TEST_USER
+    d = shared_tmpdir()
+    bad = []
+    for n in range(NEAR_ZERO_RUNS):
+        summary, out = os.path.join(d, f"s{n}.json"), os.path.join(d, f"o{n}.jsonl")
+        r = jobmon_run(MODES[mode] + ["--interval=0.05", f"--summary={summary}",
+                                      f"--out={out}"], ["true"], store="none", user=user)
+        assert r.returncode == 0, r.stderr
+        s = load_json(summary)
+        if s["method"] != mode:
+            pytest.skip(f"{mode} not available here")
+        with open(out) as f:
+            bad += negative_figures(s, [json.loads(line) for line in f])
+    assert not bad, bad
+
+
+def test_the_trampolines_cpu_comes_off_system_time_first():
+    """The cgroup's own split of the trampoline's CPU, as cgroup v1 reported a `true`
+    (recorded): its ~1 ms in system time, the job's own user time 0."""
+    from jobmon.sampler import take_off
+    values = {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.002217}
+    take_off(values, 0.001043)
+    assert values == {"cpu_user_seconds": 0.0, "cpu_system_seconds": pytest.approx(0.001174)}
+    values = {"cpu_user_seconds": 0.0009, "cpu_system_seconds": 0.0004}    # split otherwise
+    take_off(values, 0.001043)
+    assert values == {"cpu_user_seconds": pytest.approx(0.000257), "cpu_system_seconds": 0.0}
+    values = {"cpu_user_seconds": 0.0002, "cpu_system_seconds": 0.0001}    # counted less
+    take_off(values, 0.001043)
+    assert values == {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.0}
+
+
 def test_no_wait_ends_with_the_command(tmp_path):
     code = ("import os, time\n"
             "if os.fork() == 0:\n"

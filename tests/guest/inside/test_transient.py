@@ -75,3 +75,15 @@ def test_procs_max_from_pids_peak_with_a_zombie_sampled(raw_guest):
           "procs_max", r.summary["procs_max"], "threads_max", r.summary["threads_max"])
     assert r.summary["method"] == "cgroup-v2"
     assert r.summary["procs_max"] == 8, (r.summary, r.samples)
+
+
+def test_a_near_zero_job_never_has_a_negative_figure(raw_guest):
+    """`true` in a v2 cgroup jobmon makes, 3 times: no CPU figure of the summary or of
+    any sample is below zero (the exec trampoline's CPU, which the cgroup counts as system
+    time, comes off system time first)."""
+    for _ in range(3):
+        r = jobrun.Run(["--cgroup=create", "--cgroup-version=2"], ["true"], interval=0.05)
+        assert r.summary["method"] == "cgroup-v2", r.stderr
+        bad = [(k, v) for d in [r.summary] + r.samples for k, v in d.items()
+               if k.startswith("cpu_") and isinstance(v, (int, float)) and v < 0]
+        assert not bad, bad
