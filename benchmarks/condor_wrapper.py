@@ -2,20 +2,25 @@
 """jobmon-condor-wrapper under the condor_starter's contract: start-up, memory, accuracy.
 
 As root; the wrapper runs as an unprivileged user (default jobmon-test), in a scratch
-directory with the starter's .job.ad/.machine.ad and environment (tests/fixtures/htcondor),
-writing to a spool directory as a site configured for InfluxDB would.
+directory with the starter's .job.ad/.machine.ad and the environment a real 25.14 starter
+gave its wrapper (tests/fixtures/htcondor/real-pool-25.14), writing to a spool directory
+as a site configured for InfluxDB would. The wrapper is installed by the virtualenv's
+`jobmon-condor-setup`, as docs/htcondor.md installs it.
 
-  start-up  time from invoking the wrapper to the job running (`date +%s%N` exec'd as the
-            job, against the clock read just before), median and p90 of --reps runs; the
-            same through setpriv alone is the baseline, and an opted-out job (exec) too
-  memory    the wrapper's peak RSS: ru_maxrss of the wrapper process (setpriv execs it)
-            running a small job (`sleep 1`), and its VmHWM polled while it runs
+  start-up  ms from the starter's fork to the job's first instruction (`date +%s%N`
+            exec'd as the job prints the clock as it starts): each job started the way the
+            starter's Create_Process starts it (its user, its scratch directory, stdio on
+            files there, the job's environment), the job alone and through each wrapper
+            interleaved in random order in every round, so all see the same load;
+            --hogs N adds N busy loops, and the run queue is sampled throughout
+  memory    the wrapper's peak RSS: ru_maxrss of the wrapper process running a small job
+            (`sleep 1`), and its VmHWM polled while it runs
   --check   ../shared/bench/check.py's workloads through the wrapper: a `jobmon` shim
             turns its `jobmon run --interval S --summary F -- CMD` into a starter-like
             start of the wrapper (+JobMonitorInterval = S, +JobMonitorSummary = F)
 
-    sudo .venv/bin/python benchmarks/condor_wrapper.py [--reps 30] [--wrapper PATH]
-        [--check [--bench-dir ../shared/bench]]
+    sudo .venv/bin/python benchmarks/condor_wrapper.py [--reps 30] [--venv VENV]
+        [--hogs N] [--compare NAME=WRAPPER ...] [--startup-only] [--check]
 """
 import argparse
 import os
@@ -28,12 +33,19 @@ import tempfile
 import threading
 import time
 
+import load
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADS = os.path.join(REPO, "tests", "fixtures", "htcondor", "real-pool-25.14")
 SETPRIV = shutil.which("setpriv") or "/usr/bin/setpriv"
-# the starter's own variables (the rest of a job's environment is the job's)
-STARTER_ENV = {"BATCH_SYSTEM": "HTCondor", "OMP_NUM_THREADS": "1", "_CONDOR_SLOT": "slot1_1",
-               "_CHIRP_DELAYED_UPDATE_PREFIX": "Chirp*", "_CONDOR_BIN": "/usr/bin"}
+CAPTURED_SCRATCH = "/var/lib/condor/execute/dir_11963/scratch"
+
+
+def captured_env():
+    """The environment a real starter gave its USER_JOB_WRAPPER (the job's had no PATH)."""
+    with open(os.path.join(ADS, "wrapper-argv-env.txt")) as f:
+        text = f.read().split("--- env\n", 1)[1]
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 class Slot:
@@ -61,12 +73,13 @@ class Slot:
         shutil.copy(os.path.join(ADS, ".machine.ad"), scratch)
         for d in (os.path.dirname(scratch), scratch):
             os.chown(d, self.user.pw_uid, self.user.pw_gid)
-        env = dict(STARTER_ENV, HOME=self.user.pw_dir, PWD=scratch, TMPDIR="/tmp",
-                   CONDOR_STARTER_PID=str(os.getpid()), JOBMON_CONFIG=self.config,
-                   _CONDOR_SCRATCH_DIR=scratch, _CONDOR_JOB_IWD=scratch,
-                   _CONDOR_JOB_AD=os.path.join(scratch, ".job.ad"),
-                   _CONDOR_MACHINE_AD=os.path.join(scratch, ".machine.ad"),
-                   _CONDOR_WRAPPER_ERROR_FILE=os.path.join(scratch, ".job_wrapper_failure"))
+        env = {k: v.replace(CAPTURED_SCRATCH, scratch)
+               .replace(os.path.dirname(CAPTURED_SCRATCH), os.path.dirname(scratch))
+               for k, v in captured_env().items() if k != "_"}
+        # as STARTER_JOB_ENVIRONMENT would give it (pip's console script needs it; the
+        # wrapper jobmon-condor-setup wrote names the same file itself)
+        env.update(CONDOR_STARTER_PID=str(os.getpid()), HOME=self.user.pw_dir,
+                   JOBMON_CONFIG=self.config)
         return scratch, env
 
     def argv(self, argv):
@@ -74,23 +87,46 @@ class Slot:
         return [SETPRIV, f"--reuid={u}", f"--regid={u}", "--clear-groups", "--"] + argv
 
 
-def startup(slot, wrapper, reps):
+def start_as_starter(slot, argv, env, scratch):
+    """What the starter's Create_Process does for a job through USER_JOB_WRAPPER: a child
+    that becomes the job's user (no supplementary groups), enters the scratch directory,
+    has stdin on /dev/null and stdout/stderr on files there, and execs argv with the
+    job's environment. Returns the clock just before the fork and the Popen."""
+    out = open(os.path.join(scratch, "_condor_stdout"), "wb")
+    err = open(os.path.join(scratch, "_condor_stderr"), "wb")
+    t0 = time.time_ns()
+    p = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                         stderr=err, user=slot.user.pw_uid, group=slot.user.pw_gid,
+                         extra_groups=[])
+    out.close()
+    err.close()
+    return t0, p
+
+
+def startup(slot, variants, reps, shuffle=True):
+    """ms from the starter's fork to the job's first instruction (`date +%s%N`, exec'd
+    as the job, prints the clock as it starts), for each variant: (name, argv prefix, ad
+    attributes); the variants interleaved, so that all see the same load."""
+    import random
     date = shutil.which("date")
-    rows = []
-    for name, argv, attrs in (("job alone (setpriv + date)", [date, "+%s%N"], {}),
-                              ("through the wrapper", [wrapper, date, "+%s%N"], {}),
-                              ("through the wrapper, +JobMonitor = false",
-                               [wrapper, date, "+%s%N"], {"JobMonitor": "false"})):
-        ms = []
-        for i in range(reps + 1):
+    ms = {name: [] for name, _, _ in variants}
+    order = list(variants)
+    for i in range(reps + 1):
+        if shuffle:
+            random.shuffle(order)
+        for name, prefix, attrs in order:
             scratch, env = slot.prepare(**attrs)
-            t0 = time.time_ns()
-            out = subprocess.run(slot.argv(argv), cwd=scratch, env=env, capture_output=True,
-                                 check=True).stdout
-            if i:   # the first run warms the page cache
-                ms.append((int(out) - t0) / 1e6)
-        ms.sort()
-        rows.append((name, statistics.median(ms), ms[int(0.9 * (len(ms) - 1))]))
+            t0, p = start_as_starter(slot, prefix + [date, "+%s%N"], env, scratch)
+            if p.wait() != 0:
+                raise RuntimeError(f"{name}: exit {p.returncode}: "
+                                   f"{open(os.path.join(scratch, '_condor_stderr')).read()}")
+            if i:   # the first round warms the page cache
+                with open(os.path.join(scratch, "_condor_stdout")) as f:
+                    ms[name].append((int(f.read()) - t0) / 1e6)
+    rows = []
+    for name, _, _ in variants:
+        v = sorted(ms[name])
+        rows.append((name, statistics.median(v), v[int(0.9 * (len(v) - 1))]))
     return rows
 
 
@@ -180,12 +216,26 @@ def check(slot, wrapper, bench_dir, reps):
                            "--reps", str(reps)], env=env, capture_output=True, text=True).stdout
 
 
+def install(venv, slot):
+    """The wrapper as `jobmon-condor-setup` writes it, for this slot's site file."""
+    bin_dir = os.path.join(slot.base, "bin")
+    subprocess.run([os.path.join(venv, "bin", "jobmon-condor-setup"), f"--bin-dir={bin_dir}",
+                    f"--condor-config-dir={os.path.join(slot.base, 'condor')}",
+                    f"--config={slot.config}", f"--python={os.path.join(venv, 'bin', 'python3')}",
+                    f"--check-user={slot.user.pw_name}"], check=True, capture_output=True)
+    return os.path.join(bin_dir, "jobmon-condor-wrapper")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--user", default="jobmon-test")
-    ap.add_argument("--wrapper", default=shutil.which("jobmon-condor-wrapper", path=os.path.dirname(
-        sys.executable)) or "jobmon-condor-wrapper")
+    ap.add_argument("--venv", default=os.path.dirname(os.path.dirname(sys.executable)),
+                    help="the virtualenv jobmon is installed in (a regular pip install)")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=WRAPPER",
+                    help="another wrapper to time in the same run (e.g. an older build's)")
+    ap.add_argument("--hogs", type=int, default=0, help="busy loops to add to the load")
+    ap.add_argument("--startup-only", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--check-reps", type=int, default=1)
     ap.add_argument("--bench-dir", default=os.path.join(REPO, "..", "shared", "bench"))
@@ -193,21 +243,36 @@ def main():
     base = tempfile.mkdtemp(prefix="jobmon-condor-bench-")
     os.chmod(base, 0o755)
     slot = Slot(a.user, base, site="[condor]\ninterval = 1.0\nmin_interval = 0.1\n")
-    load = open("/proc/loadavg").read().split()[:3]
-    print(f"wrapper {a.wrapper}, as {a.user}, {a.reps} runs each, load {' '.join(load)}\n")
-    print("| invocation | median ms to job start | p90 ms |")
+    wrapper = install(a.venv, slot)
+    pip_script = os.path.join(a.venv, "bin", "jobmon-condor-wrapper")
+    variants = [("job alone", [], {}),
+                ("through the wrapper (jobmon-condor-setup)", [wrapper], {}),
+                ("through pip's console script jobmon-condor-wrapper", [pip_script], {}),
+                ("through the wrapper, +JobMonitor = false", [wrapper], {"JobMonitor": "false"})]
+    variants += [(f"through {c.split('=', 1)[0]}", [c.split("=", 1)[1]], {}) for c in a.compare]
+    print(f"wrapper {wrapper} (python {os.path.realpath(os.path.join(a.venv, 'bin', 'python3'))}),"
+          f" as {a.user}, {a.reps} rounds, the variants in random order in each, "
+          f"{a.hogs} busy loop(s) added\n")
+    print("| started as the starter starts a job | median ms to the job's first instruction "
+          "| p90 ms |")
     print("|---|---|---|")
-    for name, med, p90 in startup(slot, a.wrapper, a.reps):
+    with load.hogs(a.hogs), load.Load() as measured:
+        rows = startup(slot, variants, a.reps)
+    for name, med, p90 in rows:
         print(f"| {name} | {med:.1f} | {p90:.1f} |")
+    print(f"\nload: {measured.text()}")
+    if a.startup_only:
+        shutil.rmtree(base, ignore_errors=True)
+        return
     print("\n| on-CPU time when the job runs | median ms | p90 ms |")
     print("|---|---|---|")
-    jobmon = os.path.join(os.path.dirname(a.wrapper), "jobmon")
-    for name, med, p90 in cpu_at_job_start(slot, a.wrapper, jobmon, a.reps):
+    jobmon = os.path.join(a.venv, "bin", "jobmon")
+    for name, med, p90 in cpu_at_job_start(slot, wrapper, jobmon, a.reps):
         print(f"| {name} | {med:.1f} | {p90:.1f} |")
-    maxrss, polled = memory(slot, a.wrapper)
+    maxrss, polled = memory(slot, wrapper)
     print(f"\nwrapper peak RSS: ru_maxrss {maxrss:.1f} MiB, VmHWM polled {polled:.1f} MiB")
     if a.check:
-        print("\n" + check(slot, a.wrapper, a.bench_dir, a.check_reps))
+        print("\n" + check(slot, wrapper, a.bench_dir, a.check_reps))
     shutil.rmtree(base, ignore_errors=True)
 
 

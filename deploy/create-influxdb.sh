@@ -7,6 +7,8 @@
 #      create-influxdb.sh http://influxdb:8086 jobmon 730d jobmon_samples 30d
 # With a samples database, set `samples_database` in jobmon.toml to its name.
 # Credentials (1.x with auth): INFLUX_USER and INFLUX_PASSWORD_FILE in the environment.
+# With JOBMON_USER and JOBMON_PASSWORD_FILE (a server with authentication) it also makes
+# the shipper's user with that password, allowed to write and read the databases.
 set -eu
 if [ "${1:-}" = "--v3" ]; then
     cat <<EOT
@@ -40,6 +42,12 @@ policy() {
 policy "$db" "$duration"
 if [ -n "$samples_db" ]; then
     policy "$samples_db" "$samples_duration"
+fi
+if [ -n "${JOBMON_USER:-}" ]; then
+    pw=$(tr -d '\n' < "${JOBMON_PASSWORD_FILE:?set JOBMON_PASSWORD_FILE}" | sed "s/'/\\\\'/g")
+    q "CREATE USER \"$JOBMON_USER\" WITH PASSWORD '$pw'"
+    q "GRANT ALL ON \"$db\" TO \"$JOBMON_USER\""
+    [ -z "$samples_db" ] || q "GRANT ALL ON \"$samples_db\" TO \"$JOBMON_USER\""
 fi
 cat <<EOT
 Done. For InfluxDB 2.x instead:

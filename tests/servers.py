@@ -74,9 +74,9 @@ class Influx:
     """influxd 1.6.7: v1 /write and InfluxQL /query. Can be stopped and started again on
     the same port and data (the 'database down, then up' tests)."""
 
-    def __init__(self, auth=False):
+    def __init__(self, auth=False, port=None):
         self.dir = tempfile.mkdtemp(prefix="jobmon-influx-")
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.auth = auth
         self.conf = os.path.join(self.dir, "influxdb.conf")

@@ -16,21 +16,10 @@ import tempfile
 import time
 
 from helpers import JOBMON, REPO
+from jobmon.plugins.slurm import install
 
 PYTHON = os.path.join(os.path.dirname(sys.executable), "python3")
 HOOKS = os.path.join(REPO, "plugins", "slurm", "hooks.py")
-
-
-def _load_hooks():
-    """hooks.py as the wrappers run it: by path, a module of its own."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("jobmon_slurm_hooks_by_path", HOOKS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-hooks = _load_hooks()
 
 
 class JobmonSite:
@@ -39,7 +28,7 @@ class JobmonSite:
     def __init__(self, influx=None, interval=1.0, db="slurm_jobmon", prolog_limit=None):
         """prolog_limit: seconds before the wrapper kills the Prolog (default the
         installed one's, 3 s; under emulation a Python start alone can take that)."""
-        self.prolog_limit = prolog_limit or hooks.PROLOG_LIMIT
+        self.prolog_limit = prolog_limit or install.PROLOG_LIMIT
         self.dir = tempfile.mkdtemp(prefix="jobmon-slurm-site-")
         os.chmod(self.dir, 0o755)
         self.influx, self.db = influx, db
@@ -79,7 +68,7 @@ class JobmonSite:
         """The wrappers as `jobmon-slurm-hooks install` writes them (the arguments: what
         they run and with, for the fault matrix)."""
         for kind, path in (("prolog", self.prolog), ("epilog", self.epilog)):
-            text = hooks.wrapper(kind, path, python, hooks_path, config or self.config,
+            text = install.wrapper(kind, path, python, hooks_path, config or self.config,
                                  run_dir or self.run_dir, prolog_limit=self.prolog_limit)
             with open(path + ".tmp", "w") as f:
                 f.write(text)

@@ -15,7 +15,7 @@ from helpers import REPO, fixture
 from jobmon import cgroup_search, plugins
 from jobmon.plugins import slurm
 from jobmon.plugins.slurm import cgroup_names
-from slurm_site import HOOKS, PYTHON, hooks
+from slurm_site import HOOKS, PYTHON, install
 from test_layout import GRAPH, HEAVY, reach, under
 
 STDLIB = sys.stdlib_module_names
@@ -165,16 +165,17 @@ def test_deploy_wrappers_are_what_install_writes():
         path = os.path.join(REPO, "deploy", "slurm", f"jobmon-{kind}")
         with open(path) as f:
             text = f.read()
-        assert text == hooks.wrapper(kind, f"/etc/slurm/jobmon-{kind}", "/opt/jobmon/bin/python3",
-                                     hooks.DEPLOY_HOOKS, "/etc/jobmon/jobmon.toml"), (
+        assert text == install.wrapper(kind, f"/etc/slurm/jobmon-{kind}", "/opt/jobmon/bin/python3",
+                                       install.DEPLOY_HOOKS, "/etc/jobmon/jobmon.toml"), (
             f"deploy/slurm/jobmon-{kind} is out of date: regenerate it with "
             f"`python plugins/slurm/hooks.py deploy deploy/slurm`")
         assert os.access(path, os.X_OK)
 
 
 def test_install_writes_working_wrappers(tmp_path):
+    (tmp_path / "jobmon.toml").write_text("[slurm]\ninterval = 5.0\n")
     r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "jobmon-slurm-hooks"),
-                        "install", str(tmp_path), "--config=/nonexistent.toml"],
+                        "install", str(tmp_path), f"--config={tmp_path / 'jobmon.toml'}"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     for kind in ("prolog", "epilog"):
@@ -199,10 +200,10 @@ def test_sampler_path_is_write_side_and_light(entry):
                        for d in GRAPH[mod]), (entry, mod, GRAPH[mod])
 
 
-def test_prolog_imports_nothing_before_the_fork(tmp_path):
-    """`python -I -S hooks.py prolog` as the wrapper runs it: nothing beyond os and sys,
-    and select (to wait for the sampler's word). (Its sampler, for a job whose user
-    cannot be, ends at once: not monitored.)"""
+def test_prolog_imports_nothing_but_os_and_sys(tmp_path):
+    """`python -I -S hooks.py prolog` as the wrapper runs it: nothing beyond os and sys
+    (posix_spawn is in os). (Its sampler, for a job whose user cannot be, ends at once:
+    not monitored.)"""
     env = {"SLURM_JOB_ID": "1", "SLURM_JOB_UID": "nobody-here", "SLURMD_NODENAME": "t"}
 
     def loaded(argv):
@@ -212,7 +213,7 @@ def test_prolog_imports_nothing_before_the_fork(tmp_path):
         return {l.split("|")[-1].strip() for l in r.stderr.splitlines()
                 if l.startswith("import time:") and "|" in l}
     extra = loaded([HOOKS, "prolog", f"--run-dir={tmp_path}"]) - loaded(["-c", "import os"])
-    assert extra == {"select"}, extra
+    assert extra == set(), extra
 
 
 def test_sampler_loads_only_the_standard_library():

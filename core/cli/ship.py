@@ -1,6 +1,7 @@
 """`jobmon ship` (the node shipper) and `jobmon config check`. Run outside jobs."""
 import json
 import logging
+import os
 from typing import Optional
 
 import typer
@@ -110,13 +111,18 @@ def register(app):
                        f"spool {sp['dir']} (max {sp['max_bytes']} bytes, "
                        f"{sp['max_bytes_per_user']} per user)")
             typer.echo("databases: summaries {}, samples {}".format(*cfg.databases))
+            if c["api"] == "v1" and not c["username"] and not c["password_file"]:
+                typer.echo("credentials: none (for an InfluxDB without authentication)")
             if secrets:
                 from ..config import ConfigError
+                from ..doctor.site import NO_AUTH
                 for key in ("token_file", "password_file"):
                     if c[key]:
                         try:
                             cfg.secret(key)
                         except ConfigError as e:
-                            typer.echo(f"jobmon: {e}", err=True)
+                            missing = key == "password_file" and not os.path.exists(c[key])
+                            typer.echo(f"jobmon: {e}" + (f" ({NO_AUTH})" if missing else ""),
+                                       err=True)
                             raise typer.Exit(2)
                         typer.echo(f"{key}: {c[key]} (ok)")

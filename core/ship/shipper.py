@@ -226,6 +226,8 @@ class Shipper:
         now = time.time()
         if not final and now - self.last_metrics < 60:
             return
+        self.state.last_run = now          # at most once a minute in --follow mode
+        self.state.save()
         lines = health.metrics_lines(self.state, self.host, self.cluster, self.spool.usage,
                                      health.quarantine_count(self.spool.path), time.time_ns())
         try:

@@ -43,7 +43,7 @@ class State:
         self.path = os.path.join(directory, STATE_FILE)
         self.files, self.counters, self.losses = {}, {}, {}
         self.full = []      # [first seen, last seen, user most over their share or None]
-        self.last_error = self.last_success = self.unreadable = None
+        self.last_error = self.last_success = self.unreadable = self.last_run = None
         try:
             with open(self.path, "rb") as f:
                 self._load(json.loads(f.read()))
@@ -76,6 +76,7 @@ class State:
                 raise TypeError("a disk_full entry is not [time, time, user]")
         self.files, self.counters, self.losses, self.full = files, counters, losses, full
         self.last_error, self.last_success = d.get("last_error"), d.get("last_success")
+        self.last_run = d.get("last_run")      # `jobmon doctor`: is the shipper running
 
     def _set_aside(self, err):
         """Keep the unreadable file under a name of its own (an earlier one is never
@@ -152,7 +153,7 @@ class State:
         with open(tmp, "w") as f:
             json.dump({"files": self.files, "counters": self.counters, "losses": self.losses,
                        "last_error": self.last_error, "last_success": self.last_success,
-                       "disk_full": self.full}, f)
+                       "disk_full": self.full, "last_run": self.last_run}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)

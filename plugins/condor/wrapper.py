@@ -27,14 +27,16 @@ _DEFAULTS = {"enabled": True, "allow_opt_out": True, "interval": 10.0, "min_inte
              "max_interval": 300.0, "warnings": "syslog"}
 
 
-def main(argv=None):
+def main(argv=None, config=None):
+    """config: the site configuration's path, as `jobmon-condor-setup` wrote it into the
+    wrapper (else $JOBMON_CONFIG or the default path)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         job_cannot_start("no job given (the starter runs: wrapper /path/to/job ARGS...)", 1)
     warnings = Warnings("syslog")
     sys.stderr = warnings    # the job's fd 2 stays the job's: only Python's writes move
     try:
-        plan = Plan(argv, os.environ, warnings)
+        plan = Plan(argv, os.environ, warnings, config)
         if not plan.monitor:   # opted out: exec'd before the runner is even loaded
             exec_job(argv)
         from jobmon import runner
@@ -60,9 +62,9 @@ class Plan:
     than the rest of the start-up), unless the job opts out: then it decides whether the
     job runs unmonitored (exec'd, as without a wrapper)."""
 
-    def __init__(self, argv, environ, warnings):
+    def __init__(self, argv, environ, warnings, config=None):
         from jobmon.plugins import condor
-        self.warnings = warnings
+        self.warnings, self.config = warnings, config
         self.job_ad, machine_ad = condor.read_ads(environ)
         self.identity = condor.identity(self.job_ad, machine_ad, environ)
         warnings.job = self.identity.job
@@ -71,12 +73,12 @@ class Plan:
         self._site = self._interval = None
         self.monitor = True
         if opted_out(self.job_ad):
-            site = defaults() if defaults_decide_opt_out() else self.site()
+            site = defaults() if defaults_decide_opt_out(environ, config) else self.site()
             self.monitor = site["enabled"] and not site["allow_opt_out"]
 
     def site(self):
         if self._site is None:
-            self._site = site_settings(self.warnings)
+            self._site = site_settings(self.warnings, self.config)
             self.warnings.where = self._site["warnings"]
         return self._site
 
@@ -85,6 +87,8 @@ class Plan:
         monitoring off stops it here: the job runs on, unmonitored."""
         if self._interval is None:
             site = self.site()
+            if self.config:   # the job runs (with its own environment): from here on the
+                os.environ["JOBMON_CONFIG"] = self.config   # sinks and card read this file
             if not site["enabled"]:
                 raise MonitoringOff("condor.enabled = false in the site configuration")
             self._interval, requested = interval(self.job_ad.get(INTERVAL_ATTR), site)
@@ -144,11 +148,12 @@ class Args:
         return self._plan.interval()
 
 
-def site_settings(warnings):
-    """The [condor] section of the site configuration; defaults if it cannot be read."""
+def site_settings(warnings, path=None):
+    """The [condor] section of the site configuration; defaults if it cannot be read.
+    path: the file the wrapper was installed with (else $JOBMON_CONFIG or the default)."""
     try:
         from jobmon import config
-        return config.load()["condor"]
+        return config.load(path)["condor"]
     except Exception as e:
         warnings.write(f"jobmon: site configuration unusable ({e}); condor defaults used\n")
         return defaults()
@@ -163,7 +168,7 @@ def defaults():
         return dict(_DEFAULTS)
 
 
-def defaults_decide_opt_out(environ=os.environ):
+def defaults_decide_opt_out(environ=os.environ, path=None):
     """True when the site configuration cannot change the two settings that decide an
     opted-out job's start (neither name appears in the file or the environment): the job
     is exec'd at once, without parsing TOML."""
@@ -171,7 +176,7 @@ def defaults_decide_opt_out(environ=os.environ):
     if any(f"JOBMON_CONDOR_{k}" in environ for k in ("ENABLED", "ALLOW_OPT_OUT")):
         return False
     try:
-        with open(config.path_from(env=environ), "rb") as f:
+        with open(config.path_from(path, env=environ), "rb") as f:
             text = f.read()
     except OSError:
         return True   # config.load() would fail too: the defaults apply

@@ -1,34 +1,37 @@
-"""jobmon's Slurm Prolog and Epilog, and the per-job sampler the Prolog starts.
+"""jobmon's Slurm Prolog and Epilog, and the start of the per-job sampler.
 
-Prolog (root, no PATH, before the job starts): forks the job's sampler and exits 0 as
-soon as the sampler has confirmed it is in a session of its own -- Slurm kills the
-Prolog's process group when the Prolog exits, so a child that had not yet called
-setsid() would die with it. A Prolog that fails or is slow drains the node and requeues
-the job held; this one exits 0 whatever happens, and before the fork it runs nothing but
-the interpreter (`python -I -S hooks.py prolog`: no site-packages, no jobmon import).
+Prolog (root, no PATH, before the job starts): spawns the job's sampler and exits 0.
+Slurm kills the Prolog's process group when the Prolog exits, so the sampler is spawned
+outside it: posix_spawn with setsid returns once the child is in a session of its own
+and has exec'd, so no job's sampler depends on being scheduled before some deadline.
+Then the Prolog names the sampler in its pid file for the Epilog, and tells the sampler
+so on a pipe. A Prolog that fails or is slow drains the node and requeues the job held;
+this one exits 0 whatever happens, and runs nothing but the interpreter (`python -I -S
+hooks.py prolog`: no site-packages, no jobmon import) and one spawn.
 
-Sampler (the forked child): writes its pid file, drops to the job's user (its spool
-files are then the user's, as the shipper expects, and it can do no more than the job
-could), identifies the job from the Prolog environment, waits for the job's cgroup and
-samples it until the job is over (jobmon.watch).
+Sampler (`hooks.py sampler`, what the Prolog spawned): finds jobmon (site-packages),
+drops to the job's user, identifies the job, waits for its cgroup and samples it until
+the job is over (jobmon.plugins.slurm.sampler, jobmon.watch). What fails before its own
+warnings are set up is said in syslog, or where syslog receives nothing in the run
+directory's warnings.log.
 
 Epilog (root, after the job): tells the job's sampler the job's exit status and to
 finish, waits for it (bounded), kills it if it will not end -- no sampler outlives its
 job -- and leaves the spool to the node's shipper. It too exits 0 whatever happens.
 
 Only os and sys are imported at the top: the Prolog's wall time is the interpreter's
-start-up plus a fork.
+start-up plus a spawn. The wrappers slurm.conf names are written by
+`jobmon-slurm-hooks install` (jobmon.plugins.slurm.install).
 """
 import os
 import sys
 
 RUN_DIR = "/run/jobmon-slurm"      # pid files: one per job on this node
-# where this file lives in the example installation of deploy/slurm
-DEPLOY_HOOKS = "/opt/jobmon/lib/python3.11/site-packages/jobmon/plugins/slurm/hooks.py"
-HANDSHAKE_SECONDS = 1.5            # the Prolog's longest wait for its sampler's word
 EPILOG_WAIT = 5.0                  # the Epilog's longest wait for the sampler to end
 SIGTERM, SIGKILL = 15, 9           # Linux numbers (the signal module costs an import)
 STOP_SIGNALS = {1, 2, 15}          # SIGHUP, SIGINT, SIGTERM: "the job is over, finish"
+SYSLOG_SOCKET = "/dev/log"
+WARNINGS_FILE = "warnings.log"     # in the run directory, where syslog receives nothing
 
 
 def main(argv=None):
@@ -39,14 +42,11 @@ def main(argv=None):
         prolog(argv[1:])
     elif kind == "epilog":
         epilog(argv[1:])
-    elif kind == "install":
-        sys.exit(install_main(argv[1:]))
-    elif kind == "deploy" and len(argv) == 2:   # the examples in deploy/slurm
-        for k in ("prolog", "epilog"):
-            write_wrapper(os.path.join(argv[1], f"jobmon-{k}"),
-                          wrapper(k, f"/etc/slurm/jobmon-{k}", "/opt/jobmon/bin/python3",
-                                  DEPLOY_HOOKS, "/etc/jobmon/jobmon.toml"))
-        sys.exit(0)
+    elif kind == "sampler":
+        sampler_main(argv[1:])
+    elif kind in ("install", "deploy"):
+        from jobmon.plugins.slurm import install
+        sys.exit(install.main(argv))
     sys.stderr.write("usage: hooks.py prolog|epilog [--run-dir=DIR] | install DIR\n")
     os._exit(0)    # a mistaken Prolog= line must not drain the node either
 
@@ -91,84 +91,57 @@ def prolog(argv):
 
 
 def start_sampler(argv):
-    """Fork the sampler; return once it is in a session of its own (or dead, or after
-    HANDSHAKE_SECONDS). Never raises."""
+    """Spawn the job's sampler in a session of its own and name it in its pid file.
+    Never raises."""
+    opts = options(argv)
+    run_dir = opts.get("run-dir", RUN_DIR)
     try:
+        os.closerange(3, 1 << 20)       # nothing slurmd left open may reach the sampler
+        path = pid_file(run_dir, os.environ)
         r, w = os.pipe()
-        pid = os.fork()
-    except BaseException:
-        return
-    if pid == 0:
-        _sampler_child(r, w, argv)      # never returns
-    try:
-        os.close(w)
-        import select
-        select.select([r], [], [], HANDSHAKE_SECONDS)   # its word, or its death (EOF)
+        os.set_inheritable(r, True)
+        pid = spawn([sys.executable, "-I", "-S", os.path.abspath(__file__), "sampler",
+                     f"--prolog-fd={r}"] + list(argv))
         os.close(r)
-    except BaseException:
-        pass
-
-
-def _sampler_child(r, w, argv):
-    try:
-        import _signal                  # built in, already loaded: costs nothing
-        # the Epilog may say "finish" before the sampler can listen (a job cancelled
-        # in its Prolog): held until then, not fatal
-        _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
-        os.close(r)
-        os.setsid()                     # out of the Prolog's process group
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):            # a child holding the Prolog's output blocks it
-            os.dup2(null, fd)
-        os.closerange(3, w)
-        os.closerange(w + 1, 1 << 20)
-        opts = options(argv)
-        path = pid_file(opts.get("run-dir", RUN_DIR), os.environ)
-        if path:
-            _write_pid_file(path)
-        os.write(w, b"1")
+        # the sampler waits for this word before it counts on the Epilog
+        os.write(w, b"1" if path and _write_pid_file(path, pid) else b"0")
         os.close(w)
     except BaseException as e:
-        _syslog(f"sampler not started: {type(e).__name__}: {e}")
-        os._exit(0)
-    code = 0
+        warn(fallback_fd(run_dir), f"sampler not started: {type(e).__name__}: {e}")
+
+
+def spawn(argv):
+    """argv as a new process in a session of its own, its stdio on /dev/null, the
+    Epilog's signals held until it listens; its pid once it has exec'd."""
+    null = os.open(os.devnull, os.O_RDWR)
     try:
-        code = sample(opts, path)
-    except BaseException as e:    # before jobmon's own log was set up (site, imports)
-        _syslog(f"sampler failed: {type(e).__name__}: {e}")
-        code = 1
-    os._exit(code)
+        return os.posix_spawn(argv[0], argv, os.environ, setsid=True,
+                              setsigmask=STOP_SIGNALS,
+                              file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
+    finally:
+        os.close(null)
 
 
-def _syslog(message):
+def _write_pid_file(path, pid):
+    """Name the sampler for the Epilog: its pid, start time and the run it is for. A
+    sampler of the job's previous run still there (a requeued job, back on this node) is
+    told to finish: the new one takes over. True once written."""
     try:
-        import syslog
-        syslog.openlog("jobmon-slurm", syslog.LOG_PID, syslog.LOG_DAEMON)
-        syslog.syslog(syslog.LOG_WARNING,
-                      f"job {os.environ.get('SLURM_JOB_ID', '?')}: {message}")
-    except BaseException:
-        pass
-
-
-def _write_pid_file(path):
-    """Names this sampler for the Epilog. A sampler of the job's previous run still
-    there (a requeued job, back on this node) is told to finish: this one takes over."""
-    try:
-        pid, ticks, _run = read_pid_file(path)
-        if pid != os.getpid() and _start_ticks(pid) == ticks:
-            os.kill(pid, SIGTERM)
-    except (OSError, ValueError):
+        old, ticks, _run = read_pid_file(path)
+        if old != pid and _start_ticks(old) == ticks:
+            os.kill(old, SIGTERM)
+    except (OSError, ValueError, IndexError):
         pass
     try:
         os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"
         restarts = os.environ.get("SLURM_JOB_RESTART_COUNT", "0")
         with open(tmp, "w") as f:
-            f.write(f"{os.getpid()} {_start_ticks(os.getpid())} "
-                    f"{restarts if restarts.isdigit() else 0}\n")
+            f.write(f"{pid} {_start_ticks(pid)} {restarts if restarts.isdigit() else 0}\n")
         os.rename(tmp, path)
+        return True
     except OSError:     # no pid file: the sampler still ends with the job, by itself
-        pass
+        return False
 
 
 def read_pid_file(path):
@@ -186,15 +159,70 @@ def _start_ticks(pid):
     return int(data[data.rindex(b")") + 2:].split()[19])
 
 
-# --- the sampler (the Prolog's child, detached) -----------------------------------------
+# --- the sampler (spawned by the Prolog, detached) ---------------------------------------
 
-def sample(opts, pid_path):
-    """Sample the job until it is over; returns the exit code for the log."""
-    if sys.flags.no_site:          # started with -S for speed: now find jobmon
-        import site
-        site.main()
-    from jobmon.plugins.slurm import sampler
-    return sampler.run(opts, pid_path, os.environ)
+def sampler_main(argv):
+    """Sample the job until it is over; exit with 0, or 1 if it could not (said where
+    the site looks)."""
+    opts = options(argv)
+    run_dir = opts.get("run-dir", RUN_DIR)
+    fallback = fallback_fd(run_dir)
+    code = 1
+    try:
+        if sys.flags.no_site:          # started with -S for speed: now find jobmon
+            import site
+            site.main()
+        from jobmon.plugins.slurm import sampler
+        code = sampler.run(opts, pid_file(run_dir, os.environ), os.environ, fallback)
+    except BaseException as e:   # before jobmon's own warnings were set up
+        warn(fallback, f"sampler failed: {type(e).__name__}: {e}")
+    os._exit(code)
+
+
+def syslog_receives(path=SYSLOG_SOCKET):
+    """Whether something listens on the syslog socket (a node without a syslog daemon
+    has none, and Python's syslog then drops every message without a word)."""
+    try:
+        import _socket
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+        try:
+            s.connect(path)
+        finally:
+            s.close()
+        return True
+    except OSError:
+        return False
+
+
+def fallback_fd(run_dir):
+    """Where syslog receives nothing: the run directory's warnings file, opened for
+    appending while still root (the sampler writes to it as the job's user); else None."""
+    if syslog_receives():
+        return None
+    try:
+        os.makedirs(run_dir, mode=0o755, exist_ok=True)
+        return os.open(os.path.join(run_dir, WARNINGS_FILE),
+                       os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                       0o644)
+    except OSError:
+        return None
+
+
+def warn(fallback, message, job=None):
+    """One warning line: to syslog, or to the fallback file where syslog receives
+    nothing. Never raises."""
+    line = f"job {job or os.environ.get('SLURM_JOB_ID', '?')}: {message}"
+    try:
+        if fallback is not None:
+            import time
+            os.write(fallback, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} jobmon-slurm"
+                               f"[{os.getpid()}] {line}\n".encode(errors="replace"))
+            return
+        import syslog
+        syslog.openlog("jobmon-slurm", syslog.LOG_PID, syslog.LOG_DAEMON)
+        syslog.syslog(syslog.LOG_WARNING, line)
+    except BaseException:
+        pass
 
 
 # --- Epilog ---------------------------------------------------------------------------
@@ -286,73 +314,6 @@ def _alive(pid):
             return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
     except OSError:
         return False
-
-
-# --- the wrappers slurm.conf names ------------------------------------------------------
-
-WRAPPER = """#!/bin/sh
-# jobmon's Slurm {kind} (slurm.conf: {conf_key}={target}).
-# Written by `jobmon-slurm-hooks install`. Slurm runs it as root with no PATH, so every
-# path here is absolute. It exits 0 whatever happens -- a failing {kind} drains the node --
-# and quickly: {what}
-PYTHON={python}
-HOOKS={hooks}
-JOBMON_CONFIG={config}
-export JOBMON_CONFIG
-if [ -x /usr/bin/timeout ]; then set -- /usr/bin/timeout -s KILL {limit}; fi
-[ -x "$PYTHON" ] && [ -r "$HOOKS" ] && \\
-    "$@" "$PYTHON" -I -S "$HOOKS" {entry} --run-dir={run_dir}{extra} </dev/null >/dev/null 2>&1
-exit 0
-"""
-WHAT = {"prolog": "it only starts the job's sampler, detached.",
-        "epilog": "it stops the job's sampler (waiting {wait:g} s at most)."}
-
-
-PROLOG_LIMIT = 3     # seconds before the wrapper kills a Prolog that hangs
-
-
-def wrapper(kind, target, python, hooks, config, run_dir=RUN_DIR, wait=EPILOG_WAIT,
-            prolog_limit=PROLOG_LIMIT):
-    """The text of the sh wrapper slurm.conf's Prolog= or Epilog= names."""
-    limit = prolog_limit if kind == "prolog" else int(wait) + 5
-    extra = "" if kind == "prolog" else f" --wait={wait:g}"
-    return WRAPPER.format(kind=kind.capitalize(), conf_key=kind.capitalize(), target=target,
-                          what=WHAT[kind].format(wait=wait), python=python, hooks=hooks,
-                          config=config, limit=limit, entry=kind, run_dir=run_dir,
-                          extra=extra)
-
-
-def install_main(argv=None):
-    """jobmon-slurm-hooks install DIR [--config=FILE] [--run-dir=DIR] [--python=EXE]
-    [--prolog-limit=S]: write DIR/jobmon-prolog and DIR/jobmon-epilog for slurm.conf."""
-    argv = sys.argv[1:] if argv is None else argv
-    args = [a for a in argv if not a.startswith("--")]
-    if args[:1] == ["install"]:
-        args = args[1:]
-    if len(args) != 1:
-        sys.stderr.write("usage: jobmon-slurm-hooks install DIR [--config=FILE] "
-                         "[--run-dir=DIR] [--python=EXE] [--prolog-limit=S]\n")
-        return 2
-    opts = options(argv)
-    python = opts.get("python", sys.executable)
-    config = opts.get("config", "/etc/jobmon/jobmon.toml")
-    for kind in ("prolog", "epilog"):
-        target = os.path.join(os.path.abspath(args[0]), f"jobmon-{kind}")
-        limit = opts.get("prolog-limit", "")
-        write_wrapper(target, wrapper(kind, target, python, os.path.abspath(__file__),
-                                      config, opts.get("run-dir", RUN_DIR),
-                                      prolog_limit=int(limit) if limit.isdigit() else
-                                      PROLOG_LIMIT))
-        print(target)
-    return 0
-
-
-def write_wrapper(target, text):
-    tmp = target + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o755)
-    os.rename(tmp, target)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 settings, the job's user, the job's identity, the Epilog's word -- then jobmon.watch.
 
 Standard library only; it runs beside every job. Its warnings go to syslog (or where
-`slurm.warnings` says), tagged with the job, never to the job's output.
+`slurm.warnings` says), tagged with the job, never to the job's output; where syslog
+receives nothing (no /dev/log), to the run directory's warnings.log, which hooks.py
+opened while still root.
 """
 import io
 import os
@@ -18,11 +20,19 @@ DEFAULTS = {"enabled": True, "interval": 10.0, "cgroup_wait_seconds": 300.0,
 
 
 class Warnings(io.TextIOBase):
-    """Stands in for sys.stderr: whole lines to syslog, a file, or nowhere."""
+    """Stands in for sys.stderr: whole lines to syslog (or, where it receives nothing,
+    the fallback file's descriptor), a file, or nowhere."""
 
-    def __init__(self, where, job):
+    def __init__(self, where, job, fallback=None):
         super().__init__()
-        self.where, self.job, self._line = where, job, ""
+        self.where, self.job, self.fallback, self._line = where, job, fallback, ""
+
+    def prepare(self):
+        """What writing a line will need, loaded while still root: once the sampler is
+        the job's user, an interpreter the user cannot read could import nothing more."""
+        if self.where == "syslog" and self.fallback is None:
+            import syslog
+            syslog.openlog(PROG, syslog.LOG_PID, syslog.LOG_DAEMON)
 
     def write(self, text):
         self._line += text
@@ -35,7 +45,10 @@ class Warnings(io.TextIOBase):
         if self.where == "none":
             return
         try:
-            if self.where == "syslog":
+            if self.where == "syslog" and self.fallback is not None:
+                os.write(self.fallback, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {PROG}"
+                                        f"[{os.getpid()}] job {self.job}: {line}\n".encode())
+            elif self.where == "syslog":
                 import syslog
                 syslog.openlog(PROG, syslog.LOG_PID, syslog.LOG_DAEMON)
                 syslog.syslog(syslog.LOG_WARNING, f"job {self.job}: {line}")
@@ -129,13 +142,35 @@ def stop_channel(pid_path):
     return Stop(r, status)
 
 
-def run(opts, pid_path, environ):
-    """The sampler's life. Returns 0, or 1 if it could not sample (said in the log)."""
+def pid_file_written(opts, pid_path):
+    """Whether the Prolog named this sampler in its pid file, so that an Epilog can reach
+    it: the Prolog's word on the pipe it handed over (written right after the spawn:
+    waited for, never raced), or, started otherwise, whether the file is there."""
+    fd = opts.get("prolog-fd", "")
+    if fd.isdigit():
+        said = b""
+        try:
+            while True:
+                chunk = os.read(int(fd), 8)
+                if not chunk:
+                    break
+                said += chunk
+            os.close(int(fd))
+            return said == b"1"
+        except OSError:
+            pass
+    return pid_path is not None and os.path.exists(pid_path)
+
+
+def run(opts, pid_path, environ, fallback=None):
+    """The sampler's life. Returns 0, or 1 if it could not sample (said in the log).
+    fallback: a descriptor for the warnings where syslog receives nothing."""
+    epilog = pid_file_written(opts, pid_path)
     ident = identify(environ)
-    warnings = Warnings("syslog", ident.job)
+    warnings = Warnings("syslog", ident.job, fallback)
     sys.stderr = warnings
     try:
-        return _run(ident, warnings, opts, pid_path, environ)
+        return _run(ident, warnings, opts, pid_path, environ, epilog)
     except Exception:   # a jobmon bug: said where the site looks, never to the job
         import traceback
         warnings.write("jobmon: sampler failed: " + traceback.format_exc().replace("\n", " | ")
@@ -143,17 +178,18 @@ def run(opts, pid_path, environ):
         return 1
 
 
-def _run(ident, warnings, opts, pid_path, environ):
+def _run(ident, warnings, opts, pid_path, environ, epilog):
     if pid_path:
         sweep(os.path.dirname(pid_path), pid_path)
+    warn = lambda msg: warnings.write(f"jobmon: {msg}\n")   # noqa: E731
+    site = settings(warn)            # world-readable: read before the drop, as root
+    warnings.where = site["warnings"]
+    warnings.prepare()
     try:
         drop_privileges(environ)
     except Exception as e:   # never sample as root: the spool would say root's job
         warnings.write(f"jobmon: not monitored: cannot become the job's user: {e}\n")
         return 1
-    warn = lambda msg: warnings.write(f"jobmon: {msg}\n")   # noqa: E731
-    site = settings(warn)
-    warnings.where = site["warnings"]
     if not site["enabled"]:
         return 0
     from jobmon import cgroup_search
@@ -163,7 +199,6 @@ def _run(ident, warnings, opts, pid_path, environ):
     skip, choose = cgroup_names.skipper(environ), cgroup_names.chooser(environ)
     stop = stop_channel(pid_path)
     # without a pid file no Epilog can reach this sampler: it ends with the job's cgroup
-    epilog = pid_path is not None and os.path.exists(pid_path)
     # started by an Epilog for a requeued job's next run, which may run elsewhere: no
     # record unless that run comes here
     rerun = opts.get("rerun") == "1"

@@ -1,0 +1,144 @@
+"""`jobmon-condor-setup`: install jobmon as an HTCondor execute node's job wrapper.
+
+Writes the wrapper the starter runs (USER_JOB_WRAPPER) and the two configuration
+snippets for /etc/condor/config.d, once it has checked they can work: the starter runs
+the wrapper as the job's user, so its interpreter must start and import jobmon as an
+unprivileged user (an interpreter under a private directory holds every job: the starter
+cannot execute the wrapper), and the site configuration it names must exist. Refused
+otherwise, with the reason and the fix.
+
+The wrapper is a small script of its own rather than pip's console script: `python -IS`
+skips the scan of site-packages and the user's site (a few to tens of ms at every job's
+start), and finds jobmon only where it was installed; the site file's path is in it, so
+no job's environment needs it (nor can choose another). Run outside jobs.
+"""
+import os
+import sys
+
+from jobmon import config, job_user_check
+
+WRAPPER = '''#!{python} {flags}
+# jobmon's HTCondor job wrapper, written by `jobmon-condor-setup`: USER_JOB_WRAPPER =
+# {target}. The starter runs it as the job's user; it starts the job, samples it
+# and exits with the job's exact status (docs/htcondor.md).
+import sys
+{path_line}from jobmon.plugins.condor.wrapper import main
+main(config={config!r})
+'''
+WRAPPER_CONF = """# jobmon on this HTCondor execute node (docs/htcondor.md); written by jobmon-condor-setup.
+# Every job starts through jobmon's wrapper, which samples it and writes to the node's
+# spool. condor_reconfig; jobs started from then on are monitored.
+USER_JOB_WRAPPER = {wrapper}
+
+# Advertise it, so that jobs can ask for monitored nodes while it is rolled out
+# (requirements = HasJobMonitor):
+HasJobMonitor = true
+STARTD_ATTRS = $(STARTD_ATTRS) HasJobMonitor
+
+# A job that cannot be executed makes the wrapper write _CONDOR_WRAPPER_ERROR_FILE, which
+# puts the job back in the queue. With the default JOB_EXECDIR_PERMISSIONS = user (scratch
+# directory 0700) the starter cannot read that file, and the job completes with exit status
+# 127/126 and the reason in its stderr instead. "world" (0755) lets the starter read it, and
+# every user every job's scratch directory; most sites keep the default.
+# JOB_EXECDIR_PERMISSIONS = world
+"""
+CRON_CONF = """# jobmon's node shipper, run by the startd every minute as HTCondor's service user
+# (condor), who owns the spool ({spool}), the state directory
+# ({state}) and the password or token file (mode 0600); job users never can
+# read it. Written by jobmon-condor-setup (docs/htcondor.md).
+STARTD_CRON_JOBLIST = $(STARTD_CRON_JOBLIST) JOBMON
+STARTD_CRON_JOBMON_EXECUTABLE = {jobmon}
+STARTD_CRON_JOBMON_ARGS = ship --timeout 50
+# a startd cron job gets no environment but this
+STARTD_CRON_JOBMON_ENV = "JOBMON_CONFIG={config}"
+STARTD_CRON_JOBMON_PERIOD = 60s
+STARTD_CRON_JOBMON_MODE = Periodic
+STARTD_CRON_JOBMON_RECONFIG = false
+# exit status 75 (server unreachable) only means: try again next period, data stays spooled
+"""
+OPTIONS = ("bin-dir", "condor-config-dir", "config", "python", "check-user")
+USAGE = ("usage: jobmon-condor-setup [--bin-dir=/usr/local/bin] "
+         "[--condor-config-dir=/etc/condor/config.d] [--config=FILE] [--python=EXE] "
+         "[--check-user=NAME] [--no-shipper-cron]\n")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    opts, cron = {}, True
+    for a in argv:
+        key, sep, value = a[2:].partition("=")
+        if a == "--no-shipper-cron":
+            cron = False
+        elif a.startswith("--") and sep and key in OPTIONS:
+            opts[key] = value
+        else:
+            sys.stderr.write(USAGE)
+            return 2
+    python = opts.get("python", sys.executable)
+    site_file = opts.get("config", config.DEFAULT_PATH)
+    bin_dir = opts.get("bin-dir", "/usr/local/bin")
+    conf_dir = opts.get("condor-config-dir", "/etc/condor/config.d")
+    try:
+        text = wrapper_text(python, os.path.join(bin_dir, "jobmon-condor-wrapper"), site_file,
+                            opts.get("check-user", job_user_check.CHECK_USER))
+        jobmon = os.path.join(os.path.dirname(python), "jobmon")
+        if cron and not os.access(jobmon, os.X_OK):
+            raise job_user_check.Problem(f"no {jobmon} for the shipper cron", "give --python "
+                                         "the virtualenv's python (its bin/ holds jobmon)")
+    except job_user_check.Problem as e:
+        sys.stderr.write(f"jobmon-condor-setup: not installed: {e.reason}\n  fix: {e.fix}\n")
+        return 1
+    target = os.path.join(bin_dir, "jobmon-condor-wrapper")
+    write(target, text, 0o755)
+    write(os.path.join(conf_dir, "50-jobmon-wrapper.conf"), WRAPPER_CONF.format(wrapper=target))
+    written = [target, os.path.join(conf_dir, "50-jobmon-wrapper.conf")]
+    if cron:
+        cfg = config.load(site_file)
+        written.append(os.path.join(conf_dir, "51-jobmon-shipper-cron.conf"))
+        write(written[-1], CRON_CONF.format(jobmon=jobmon, config=site_file,
+                                            spool=cfg["spool"]["dir"],
+                                            state=cfg["shipper"]["state_dir"]))
+    print("\n".join(written))
+    return 0
+
+
+def wrapper_text(python, target, site_file, user):
+    """The wrapper script, once `python` is known to import jobmon as `user` the way the
+    script will; raises job_user_check.Problem."""
+    if site_file != config.DEFAULT_PATH and not os.path.isfile(site_file):
+        raise job_user_check.Problem(f"--config={site_file}: no such file",
+                                     "write the site configuration first, or name the file "
+                                     "it is in")
+    try:
+        config.load(site_file)
+    except config.ConfigError as e:
+        raise job_user_check.Problem(str(e), "correct the site configuration "
+                                             "(`jobmon config check`)")
+    blocked = job_user_check.first_blocked(site_file, None, None, os.R_OK)
+    if blocked and os.path.exists(site_file):   # the wrapper reads it as the job's user
+        raise job_user_check.Problem(f"job users cannot read {site_file} ({blocked})",
+                                     f"chmod a+r {site_file}, and a+x on the directories "
+                                     "above it")
+    said = job_user_check.check(python, "condor", flags=("-I", "-S"), site=True, user=user)
+    package = said.split(" ", 1)[1]
+    if os.path.basename(package) == "jobmon":    # a regular install: -IS and its path
+        path = os.path.dirname(package)
+        job_user_check.check(python, "condor", flags=("-I", "-S"), path=[path], user=user)
+        return WRAPPER.format(python=python, flags="-IS", target=target, config=site_file,
+                              path_line=f"sys.path.append({path!r})\n")
+    # an editable install finds jobmon through site-packages' hooks only
+    return WRAPPER.format(python=python, flags="-I", target=target, config=site_file,
+                          path_line="")
+
+
+def write(target, text, mode=0o644):
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = f"{target}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.rename(tmp, target)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

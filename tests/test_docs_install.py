@@ -1,0 +1,84 @@
+"""The install sections of docs/slurm.md and docs/htcondor.md, run exactly as written in
+a fresh clone on a fresh machine (tests/docs_install.py: a private mount and network
+namespace, the suite's Slurm cluster, the starter's contract), for an InfluxDB with and
+without authentication: every step succeeds, `jobmon doctor` (the last step) passes, a
+job's record reaches InfluxDB through the shipper."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, needs_test_user, root
+
+pytestmark = [root, needs_test_user, pytest.mark.slow]
+
+
+def fresh_clone(dest):
+    """The repository as a clone of it would be (tracked and new files, nothing ignored:
+    no virtualenv, no build output), from the working tree."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                           capture_output=True, check=True).stdout.split(b"\0")
+    for name in filter(None, files):
+        src = os.path.join(REPO, name.decode())
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(os.path.join(dest, name.decode())), exist_ok=True)
+            shutil.copy2(src, os.path.join(dest, name.decode()))
+    subprocess.run(["chmod", "-R", "a+rX", dest], check=True)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory):
+    """jobmon's dependencies and build requirements, downloaded from the package index
+    this machine uses (the namespace has no network)."""
+    d = tmp_path_factory.mktemp("wheelhouse")
+    os.chmod(d, 0o755)
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "-d", str(d), REPO,
+                        "setuptools>=64", "wheel"], capture_output=True, text=True,
+                       timeout=900, cwd=str(d))
+    if r.returncode != 0:
+        pytest.skip(f"cannot download jobmon's dependencies: {r.stderr[-500:]}")
+    return str(d)
+
+
+@pytest.mark.parametrize("auth", ["noauth", "auth"])
+@pytest.mark.parametrize("doc", ["slurm", "htcondor"])
+def test_install_steps_as_written(doc, auth, tmp_path, wheelhouse):
+    if not shutil.which("unshare") or not shutil.which("influxd"):
+        pytest.skip("needs unshare (util-linux) and influxd")
+    if doc == "slurm":
+        from slurm import have_slurm
+        why = have_slurm()
+        if why:
+            pytest.skip(f"Slurm test cluster: {why}")
+    from slurm.processes import lock_free_node
+    lock = lock_free_node()      # held here: the namespace's own abstract sockets are apart
+    clone = tmp_path / "jobmon"
+    fresh_clone(str(clone))
+    out = tmp_path / "result.json"
+    try:
+        r = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private",
+                            sys.executable, os.path.join(REPO, "tests", "docs_install.py"),
+                            doc, auth, str(clone), lock.node, wheelhouse, str(out)],
+                           capture_output=True, text=True, timeout=1500)
+    finally:
+        lock.release()
+    assert out.exists(), r.stderr[-5000:]
+    res = json.loads(out.read_text())
+    failed = [s for s in res.get("steps", []) if s["exit"] != 0]
+    assert res.get("steps_ok") and not failed, (failed, res.get("error"), r.stderr[-3000:])
+    doctor = [s for s in res["steps"] if "jobmon doctor" in s["block"]]
+    assert doctor and all(line.startswith("ok ") for line in
+                          doctor[0]["stdout"].splitlines()), doctor[0]["stdout"]
+    summary = json.dumps(res["query"])
+    assert '"exit_code": ' in summary, res["query"]
+    if doc == "slurm":
+        assert res["job_state"] == "COMPLETED"
+    else:
+        assert res["job"]["exit"] == 3 and res["job"]["stderr"] == ""
+        assert res["cron"]["exit"] == 0 and res["cron_after_job"]["exit"] == 0, res
+        assert '"exit_code": 3' in summary
+        statuses = {c["check"]: c["status"] for c in res["condor_checks"]}
+        assert "fail" not in statuses.values(), res["condor_checks"]

@@ -1,0 +1,103 @@
+"""`jobmon doctor` on a real Slurm node (tests/slurm, jobmon's Prolog and Epilog
+installed as a site installs them, samplers spooling for InfluxDB), each broken set-up
+turning its check to fail: an interpreter only root can run, a site file that is not
+there, a missing spool, no syslog socket. And the samplers' warnings where syslog
+receives nothing: the run directory's warnings.log, never nowhere."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from helpers import JOBMON
+from jobmon.doctor import syslog_receives
+from venvs import make_venv, root_only_python
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def root_only():
+    base = tempfile.mkdtemp(prefix="jobmon-venvs-")
+    os.chmod(base, 0o755)
+    yield make_venv(os.path.join(base, "venv"), root_only_python(base))
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def doctor(site, *args):
+    """{check: (status, message, fix)} and the exit status of `jobmon doctor` as root on
+    the cluster's node (scontrol from the cluster's environment)."""
+    env = dict(site.cluster.env(), JOBMON_CONFIG=site.config)
+    r = subprocess.run([JOBMON, "doctor", "--scheduler=slurm", "--json", *args], env=env,
+                       capture_output=True, text=True, timeout=180)
+    checks = {c["check"]: (c["status"], c["message"], c["fix"]) for c in json.loads(r.stdout)}
+    return checks, r.returncode
+
+
+def test_a_node_set_up_as_the_docs_say_is_all_ok(jobmon_slurm):
+    site = jobmon_slurm
+    site.ship()                            # the shipper ran just now
+    checks, code = doctor(site)
+    assert {k: s for k, (s, _m, _f) in checks.items()} == {
+        "config": "ok", "store": "ok", "spool": "ok", "state": "ok", "shipper": "ok",
+        "measured": "ok", "gpu": "ok", "slurm": "ok", "job cgroups": "ok", "site file": "ok",
+        "interpreter": "ok", "warnings": "ok"}, checks
+    assert code == 0
+    assert site.prolog in checks["slurm"][1] and site.epilog in checks["slurm"][1]
+
+
+def test_root_only_interpreter_fails(jobmon_slurm, root_only):
+    jobmon_slurm.install(python=root_only)
+    checks, code = doctor(jobmon_slurm)
+    status, message, fix = checks["interpreter"]
+    assert status == "fail" and "private is mode 0700" in message and "venv" in fix
+    assert code == 1
+
+
+def test_wrong_site_file_path_fails(jobmon_slurm):
+    jobmon_slurm.install(config="/nonexistent/jobmon.toml")
+    checks, code = doctor(jobmon_slurm)
+    assert checks["site file"][0] == "fail" and "/nonexistent/jobmon.toml" in checks["site file"][1]
+    assert code == 1
+
+
+def test_missing_spool_fails(jobmon_slurm):
+    missing = os.path.join(jobmon_slurm.dir, "no-spool")
+    jobmon_slurm.write_config(spool=missing)
+    checks, code = doctor(jobmon_slurm)
+    status, message, fix = checks["spool"]
+    assert status == "fail" and missing in message and f"-m 3733 {missing}" in fix
+    assert code == 1
+
+
+def test_syslog_without_a_listener_fails(jobmon_slurm):
+    jobmon_slurm.write_config(warnings="syslog")
+    checks, code = doctor(jobmon_slurm)
+    status, message, _fix = checks["warnings"]
+    if syslog_receives("/dev/log"):
+        assert status == "ok" and "/dev/log receives" in message
+    else:   # this machine has no syslog daemon
+        assert status == "fail" and "nothing receives syslog" in message
+        assert os.path.join(jobmon_slurm.run_dir, "warnings.log") in message
+        assert code == 1
+
+
+def test_samplers_say_why_they_failed_where_syslog_receives_nothing(jobmon_slurm, root_only):
+    """An interpreter only root can run: the sampler drops to the job's user and fails.
+    Its warning must land somewhere: syslog, or where nothing receives syslog, the run
+    directory's warnings.log (opened while the sampler was still root)."""
+    if syslog_receives("/dev/log"):
+        pytest.skip("a syslog daemon listens here: the warning goes there")
+    site = jobmon_slurm
+    site.install(python=root_only)
+    site.write_config(warnings="syslog")
+    jid = site.cluster.submit("sleep 1\necho done\n")
+    [rec] = site.cluster.wait_done(jid, timeout=180)
+    assert rec["JobState"] == "COMPLETED"
+    log = os.path.join(site.run_dir, "warnings.log")
+    with open(log) as f:
+        lines = [l for l in f if f"job {jid}:" in l]
+    assert lines, "no warning of the job's failed sampler"
+    assert site.records().get(str(jid)) is None      # and indeed no record
