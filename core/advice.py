@@ -108,6 +108,17 @@ def short_job(s, cfg):
     return f"ran {fixed(wall, '.0f')} s: jobs this short are better grouped into longer ones"
 
 
+def killed_at_end(s, cfg):
+    """Processes the job left running that the scheduler killed when it ended: work that
+    may never have finished, though the job's exit status says it succeeded."""
+    n = s.get("procs_killed_at_end")
+    if not n:
+        return None
+    return (f"{n} process{'es' if n > 1 else ''} still running when the job ended "
+            f"{'were' if n > 1 else 'was'} killed by the scheduler: `wait` for background "
+            "work before the job script ends, or it may be lost")
+
+
 def no_allocation(s, cfg):
     """Nothing says what the job was given: no efficiency can be computed."""
     if s.get("cores_allocated") is not None or s.get("wall_seconds") is None:
@@ -117,7 +128,7 @@ def no_allocation(s, cfg):
 
 
 RULES = (cpu_underused, cpu_oversubscribed, memory_overrequested, memory_near_limit, stalled,
-         memory_leak, gpu_idle, short_job, no_allocation)
+         memory_leak, gpu_idle, killed_at_end, short_job, no_allocation)
 
 
 def advise(summary, cfg):

@@ -204,7 +204,7 @@ class Supervisor:
             self.reaped_maxrss = max(self.reaped_maxrss, ru.ru_maxrss)
             if pid == self.pid:
                 self.status, self.rusage = status, ru
-                self.leftovers = len(_children())
+                self.leftovers = len(_children(everyone=True))
                 if self.on_command_exit:
                     self.on_command_exit(self.leftovers)
                 if not self.wait_leftovers:
@@ -253,25 +253,42 @@ def _kill(pid, sig):
         pass
 
 
-def _children():
-    """Pids of our live (non-zombie) children: the kernel's list of our threads' children,
-    or where there is none (no CONFIG_PROC_CHILDREN) every process in /proc."""
-    from .probes.files import parse_stat, read_all, read_once
-    me = os.getpid()
+def _children(everyone=False):
+    """Pids of our live (non-zombie) children; everyone: and of their descendants. From
+    the kernel's list of each process's threads' children, or where there is none (no
+    CONFIG_PROC_CHILDREN, or one not readable) from every process in /proc."""
     try:
-        pids = [int(k) for t in os.listdir("/proc/self/task")
-                for k in read_all(f"/proc/self/task/{t}/children").split()]
+        return _walk(_kernel_children, everyone)
     except OSError:
-        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    out = []
-    for pid in pids:
-        try:
-            ppid, state = parse_stat(read_once(b"/proc/%d/stat" % pid))[:2]
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and state != b"Z":
-            out.append(pid)
+        below = {}
+        for pid in (int(n) for n in os.listdir("/proc") if n.isdigit()):
+            below.setdefault(_parent(pid), []).append(pid)
+        return _walk(lambda p: below.get(p, ()), everyone)
+
+
+def _walk(children, everyone):
+    me = os.getpid()
+    out = [pid for pid in children(me) if _parent(pid) == me]
+    if everyone:
+        for pid in out:            # grows as it goes: a breadth-first walk
+            out += [c for c in children(pid) if _parent(c) == pid]
     return out
+
+
+def _kernel_children(pid):
+    from .probes.files import read_all
+    return [int(k) for t in os.listdir(f"/proc/{pid}/task")
+            for k in read_all(f"/proc/{pid}/task/{t}/children").split()]
+
+
+def _parent(pid):
+    """A live process's parent; None for a zombie or one gone."""
+    from .probes.files import parse_stat, read_once
+    try:
+        ppid, state = parse_stat(read_once(b"/proc/%d/stat" % pid))[:2]
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if state == b"Z" else ppid
 
 
 def block_signals():

@@ -92,7 +92,14 @@ SUMMARY_FIELDS = (
      "\"How exact procs_max is\" below"),
     ("threads_max", "count", "most threads alive at once"),
     ("leftover_procs", "count",
-     "processes still running when the command itself exited (daemons, background jobs)"),
+     "processes still running when the command itself exited (daemons, background jobs); "
+     "Slurm: when each step's tasks had exited, summed over the steps"),
+    ("procs_killed_at_end", "count",
+     "of those, how many the scheduler killed: Slurm kills what is left in a step when its "
+     "tasks end (seen by the Slurm sampler; with the kernel's exit status of each, Linux "
+     "6.15 and later, only those that died of a signal), HTCondor's starter what is left "
+     "when the job's top process, the wrapper, exits; 0 for `jobmon run`, which waits for "
+     "them; null where not known (`--no-wait`, a step whose tasks' end was not seen)"),
     ("gpu_count", "count", "GPUs of the job (absent without an NVIDIA driver)"),
     ("gpu_util_avg_percent", "%", "mean of the sampled GPU utilization"),
     ("gpu_mem_peak_bytes", "bytes", "largest sampled GPU memory of the job's processes"),

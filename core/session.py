@@ -109,9 +109,11 @@ class Session:
         except Exception:   # a figure for the report: never worth failing the sampler
             return {}
 
-    def finish(self, status=None, leftovers=0, extra=None):
+    def finish(self, status=None, leftovers=0, extra=None, killed=None):
         """The final read (after the job's last process is gone, with `extra` holding
-        exact totals the probe cannot see), the summary, and the sinks closed."""
+        exact totals the probe cannot see), the summary, and the sinks closed. leftovers:
+        processes still running when the command ended; killed: those of them the
+        scheduler killed (None: not known)."""
         sampler = self.sampler
         sampler.tick(extra=extra, final=True)
         tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
@@ -123,7 +125,7 @@ class Session:
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))
         s.update(cut_short=0, missing_seconds_max=_unread(self.job), reconciled=0)
-        s["leftover_procs"] = leftovers
+        s["leftover_procs"], s["procs_killed_at_end"] = leftovers, killed
         s["interval_seconds"] = sampler.interval
         s.update(sampler.self_metrics())
         gpu = getattr(sampler.probe, "gpu_summary", None)   # samples without GPU figures;

@@ -20,6 +20,7 @@ from . import cgroup_search
 from .efficiency import sizing_basis, sizing_peak
 from .session import Session, describe_job, open_probe, open_sinks
 from .watch_probe import Excluding, Held, NoProbe, OwnLeaves
+from .watch_ends import EndKills
 from .watch_steps import Steps, started
 from .watch_wait import Stop, proc_environ, wait, wait_for_cgroup
 
@@ -52,15 +53,17 @@ class Watch:
     """One attached job. run() does it all and returns the summary of each run."""
 
     def __init__(self, identity, find, opts, warn, stop=None, refine=None,
-                 step_name=None, tags_ready=None, next_run=None, own_leaves=()):
+                 step_name=None, tags_ready=None, next_run=None, own_leaves=(),
+                 task_parent=None):
         """find() -> JobCgroups or None; refine(identity, environ) -> identity or None
         (None: that process tells nothing); tags_ready(identity) -> True when refining
         is not needed; step_name(dir name) -> step id or None (not a step);
         next_run(identity) -> the identity of the job's next run on this node;
         own_leaves: names of the leaves below each step that hold the scheduler's own
-        processes (watch_own.py)."""
+        processes (watch_probe.py); task_parent: the command name of the process that
+        starts a step's tasks (watch_ends.py: what it kills when they end)."""
         self.identity, self.find, self.opts, self.warn = identity, find, opts, warn
-        self.own_leaves = own_leaves
+        self.own_leaves, self.task_parent = own_leaves, task_parent
         self.stop = stop or Stop()
         self.refine, self.tags_ready, self.step_name = refine, tags_ready, step_name
         self.next_run = next_run
@@ -69,6 +72,7 @@ class Watch:
         self.pidfds = {}          # pid -> pidfd
         self.seen_procs = False
         self.steps = None
+        self.ends = None          # watch_ends.EndKills of the run being sampled
 
     def run(self):
         """Sample the job's runs on this node until told it is over. A requeued job may
@@ -94,6 +98,8 @@ class Watch:
             for fd in self.pidfds.values():
                 os.close(fd)
             self.pidfds = {}
+            if self.ends is not None:
+                self.ends.close()
 
     # --- a job never seen ---
     def _unseen(self, start):
@@ -115,7 +121,10 @@ class Watch:
         probe = Held(Excluding(open_probe(cg, self.warn), own))
         probe.read()                        # at once: a short job's cgroup goes soon
         if self.step_name is not None:
-            self.steps = Steps(cg, self.step_name, own)
+            if self.ends is not None:
+                self.ends.close()      # the run before's
+            self.ends = EndKills(self.task_parent) if self.task_parent else None
+            self.steps = Steps(cg, self.step_name, own, self.ends)
             self.steps.update()
         pids = probe.pids()
         start = started(pids, first_seen)   # seen late: count from its first process
@@ -153,7 +162,8 @@ class Watch:
                                "was removed before the final read")
         status = self._await_status()
         self.session.sampler.clock = lambda: end   # the job's end, not the Epilog's word
-        summary = self.session.finish(status)
+        leftovers, killed = self.ends.totals() if self.ends is not None else (None, None)
+        summary = self.session.finish(status, leftovers, killed=killed)
         if self.steps is not None:
             summary["steps"] = self.steps.records(job)
             self._emit_steps(job, summary["steps"])
@@ -254,11 +264,15 @@ class Watch:
             timeout = next_tick - time.monotonic()
             if self.steps is not None or empty_since is not None:
                 timeout = min(timeout, LOOK)   # v1 says nothing when a cgroup comes or goes
-            fired = wait([self.stop.fd] + list(self.pidfds.values()), timeout,
+            ends = self.ends.poll_fds() if self.ends is not None else []
+            fired = wait([self.stop.fd] + list(self.pidfds.values()) + ends, timeout,
                          {events: select.POLLPRI} if events is not None else None)
             if self.stop.fd in fired:
                 self.stop.drain()
             refresh = False
+            if self.ends is not None and self.ends.fired(fired):
+                self.steps.look_procs()   # tasks just ended: before leftovers are killed
+                refresh = True
             for pid, fd in list(self.pidfds.items()):
                 if fd in fired:   # that process has exited
                     os.close(fd)

@@ -85,9 +85,10 @@ def read_step_v2(d):
 
 
 class Steps:
-    def __init__(self, cg, step_name, own=None):
-        """own: watch_own.OwnLeaves, the scheduler's processes below the steps."""
-        self.cg, self.step_name, self.own = cg, step_name, own
+    def __init__(self, cg, step_name, own=None, ends=None):
+        """own: watch_probe.OwnLeaves, the scheduler's processes below the steps; ends:
+        watch_ends.EndKills, told each step's processes at each read."""
+        self.cg, self.step_name, self.own, self.ends = cg, step_name, own, ends
         self.base = cg.dirs.get("v2") or cg.dirs["cpuacct"]
         self.seen = {}     # step -> its record
         self.names = set()  # the job directory's sub-cgroups at the last look
@@ -120,6 +121,15 @@ class Steps:
         return read_step_v1(os.path.join(self.base, name),
                             mem and os.path.join(mem, name))
 
+    def look_procs(self):
+        """Only each step's processes, for `ends`: the quickest look there is."""
+        mine = self.own.pids() if self.own is not None and self.cg.version == 2 else ()
+        for name in self._children():
+            step = self.step_name(name)
+            if step is not None:
+                pids = _procs(os.path.join(self.base, name))
+                self.ends.look(step, [p for p in pids if p not in mine])
+
     def update(self, final=False):
         """One read of every step there is. final: the job is over; steps still there
         end now."""
@@ -135,6 +145,8 @@ class Steps:
             present.add(step)
             pids = values.pop("procs")
             procs = len(pids)
+            if self.ends is not None:
+                self.ends.look(step, pids)
             if step not in self.seen:   # seen late: it began with its first process
                 self.seen[step] = {"step": step, "start_time": started(pids, now),
                                    "end_time": None, "complete": False, "procs_max": 0}
@@ -180,6 +192,8 @@ class Steps:
         for rec in self.seen.values():
             r = {k: v for k, v in rec.items() if k != "last_read"}
             r["job"] = f"{job['job']}.{rec['step']}"
+            if self.ends is not None:
+                r["leftover_procs"], r["procs_killed_at_end"] = self.ends.counts(rec["step"])
             r["wall_seconds"] = round((rec["end_time"] or rec["last_read"]) - rec["start_time"], 3)
             r["start_time"] = round(rec["start_time"], 3)
             r["end_time"] = round(rec["end_time"], 3) if rec["end_time"] else None

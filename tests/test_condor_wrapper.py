@@ -253,6 +253,43 @@ def test_soft_kill_ignored_then_the_group_is_killed(starter):
     assert samples[-1]["cpu_user_seconds"] > samples[0]["cpu_user_seconds"]   # it was busy
 
 
+LEAVES_A_DAEMON = r"""
+import os, sys, time
+if os.fork() == 0:                   # a daemon with a child of its own: two processes
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        child = os.fork() or time.sleep(60) or os._exit(0)
+        with open(sys.argv[1], "w") as f:
+            f.write(f"{os.getpid()} {child}")
+        time.sleep(60)
+        os._exit(0)
+    os._exit(0)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+"""
+
+
+def test_processes_left_running_are_counted_as_the_starters_to_kill(starter):
+    """The job's top process is the wrapper: when the job exits, the wrapper ends with it
+    and the starter kills what is left of the job. The record counts those processes as
+    left over and killed at the end."""
+    starter.prepare()
+    pids_file = os.path.join(starter.scratch, "daemon.pids")
+    p = starter.popen_prepared(py(LEAVES_A_DAEMON, pids_file), stdin=subprocess.DEVNULL)
+    try:
+        out, err = p.communicate(timeout=30)
+    finally:
+        for pid in _read(pids_file).split():    # the starter's kill of the job's family
+            os.kill(int(pid), signal.SIGKILL)
+    assert (p.returncode, err) == (0, b"")
+    _, summary, _ = one_record(starter)
+    assert (summary["exit_code"], summary["leftover_procs"], summary["procs_killed_at_end"]) \
+        == (0, 2, 2), summary
+
+
 # --- a job that cannot run, a jobmon that cannot monitor --------------------------------------
 
 def test_job_that_cannot_be_executed_writes_the_error_file(starter):

@@ -257,7 +257,7 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
                          "group": gm.ALL},
 }
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
-           "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
+           "mem_sizing_basis", "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 
 def run_query(site, q, source=None):

@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -196,7 +197,8 @@ def test_unprivileged_procfs(tmp_path):
         assert s["method"] == "procfs"
         assert s["user"] == TEST_USER
         check_accuracy(s, t)
-        assert "waiting for 1 process" in err  # it says why it waits for the daemon
+        # it says why it waits: for the daemon, and its worker if it has started it
+        assert re.search(r"waiting for [12] process", err), err
     finally:
         subprocess.run(["rm", "-rf", tmp])
 
@@ -312,7 +314,8 @@ def test_no_wait_ends_with_the_command(tmp_path):
                    store=str(tmp_path / "s.db"))
     assert r.returncode == 0
     assert time.monotonic() - t0 < 2.5
-    assert load_json(summary)["leftover_procs"] == 1
+    s = load_json(summary)
+    assert s["leftover_procs"] == 1 and s["procs_killed_at_end"] is None   # no one knows
 
 
 # --- races: processes exiting while being read ------------------------------------------------------

@@ -81,3 +81,45 @@ def test_array_spikes_between_samples_are_covered_by_rightsizing(jobmon_slurm):
     # the samples did miss the spikes: what the sampled footprint alone would have said
     missed = [j for j, rec in recs.items() if rec.summary["rss_peak_bytes"] < truth[j] / 2]
     assert missed, {j: (r.summary["rss_peak_bytes"], truth[j]) for j, r in recs.items()}
+
+
+# a daemon the batch script starts and does not wait for, one in an srun step too; and
+# background work that ends on its own before the script does (not left over)
+LEAVES_DAEMONS = """setsid sleep 300 &
+(sleep 0.2) &
+srun /bin/sh -c 'setsid sleep 300 & sleep 1.5'
+sleep 1.5
+exit 0
+"""
+
+
+def test_processes_slurm_kills_at_the_end_are_counted_and_shown(jobmon_slurm, tmp_path):
+    """Slurm kills what is left in a step when its tasks end (proctrack/cgroup): the job
+    still completes with exit code 0. Its record counts them, per step and for the job,
+    and `jobmon query` and the HTML report say so."""
+    site, slurm = jobmon_slurm, jobmon_slurm.cluster
+    jid = slurm.submit(LEAVES_DAEMONS)
+    slurm.wait_done(jid)
+    [rec] = site.wait_record(jid)
+    s = rec.summary
+    assert (s["exit_code"], s.get("signal")) == (0, None)
+    assert s["leftover_procs"] == 2, s
+    assert s["procs_killed_at_end"] == 2, s
+    for step, n in (("batch", 1), ("0", 1), ("extern", 0)):
+        [r] = site.wait_record(f"{jid}.{step}")
+        assert (r.summary["leftover_procs"], r.summary["procs_killed_at_end"]) == (n, n), \
+            (step, r.summary)
+    r = site.ship()
+    assert r.returncode == 0, r.stderr
+    q = subprocess.run([JOBMON, "query", str(jid), "--no-scheduler"], env=site.env(),
+                       capture_output=True, text=True, timeout=120)
+    assert q.returncode == 0, q.stderr
+    line = next(l for l in q.stdout.splitlines() if "killed by the scheduler at the end" in l)
+    assert line.split()[-1] == "2", q.stdout
+    assert "2 processes still running when the job ended were killed by the scheduler" \
+        in " ".join(q.stdout.split())
+    page = tmp_path / "job.html"
+    h = subprocess.run([JOBMON, "report", str(jid), "--html", str(page), "--no-scheduler"],
+                       env=site.env(), capture_output=True, text=True, timeout=120)
+    assert h.returncode == 0, h.stderr
+    assert "of those, killed by the scheduler at the end" in page.read_text()

@@ -12,7 +12,8 @@ from .job_efficiency import efficiency_of
 from .scheduler import ending
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
-            "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points")
+            "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points",
+            "leftover_procs", "procs_killed_at_end")
 LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
            "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time", "cut_short",
            "missing_seconds_max")
@@ -157,6 +158,8 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         ("processes (peak)", s.get("procs_max"), "count"),
         ("threads (peak)", s.get("threads_max"), "count"),
         ("processes left running by the command", s.get("leftover_procs") or None, "count"),
+        ("of those, killed by the scheduler at the end", s.get("procs_killed_at_end") or None,
+         "count"),
         ("GPUs", s.get("gpu_count"), "count"),
         ("GPU utilization (average)", s.get("gpu_util_avg_percent"), "%"),
         ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),

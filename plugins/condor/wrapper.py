@@ -142,6 +142,7 @@ class Args:
         self.store = self.out = self.cgroup_version = None
         self.format, self.cgroup = "jsonl", "auto"
         self.wait = False   # the job ends with its top process: the starter kills the rest
+        self.leftovers_killed = True
 
     @property
     def interval(self):

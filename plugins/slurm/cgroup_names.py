@@ -65,6 +65,9 @@ def chooser(environ):
 
 # below each step on v2: the leaf of the step's slurmstepd (the tasks are below "user")
 OWN_LEAVES = ("slurm",)
+# the parent of a step's tasks (comm): when they have all exited, slurmstepd kills what
+# is left in the step (proctrack)
+TASK_PARENT = "slurmstepd"
 
 
 def step_name(dirname):

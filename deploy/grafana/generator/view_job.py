@@ -49,8 +49,9 @@ def build():
     p.append(table(g, "Job summary", [table_target(
         f'SELECT "start_time" * 1000 AS started, "end_time" * 1000 AS ended, "wall_seconds", "exit_code", "signal", '
         f'"cpu_user_seconds", "cpu_system_seconds", "cpu_cores_avg", "rss_peak_bytes", '
-        f'"mem_peak_bytes", "swap_peak_bytes", "read_bytes", "write_bytes", "procs_max", '
-        f'"threads_max", "leftover_procs", "samples", "interval_seconds", "method", "command" '
+        f'"mem_peak_bytes", "mem_sizing_basis", "swap_peak_bytes", "read_bytes", '
+        f'"write_bytes", "procs_max", "threads_max", "leftover_procs", "procs_killed_at_end", '
+        f'"samples", "interval_seconds", "method", "command" '
         f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run", "user"')], h=6,
         overrides=[unit_override(n, "bytes") for n in (
             "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "read_bytes",
