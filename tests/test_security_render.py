@@ -145,3 +145,12 @@ def test_ids_that_differ_only_by_a_cr_or_a_tab_stay_apart(node, store):
     ids = {c.strip() for line in out.splitlines() if line.startswith("│")
            for c in line.split("│")[1:2]}
     assert {"run\u24091", "run\u240d1", "run\u241b1"} <= ids, out
+
+
+def test_a_spool_file_name_reaches_the_shippers_log_as_text(node):
+    """The attacker names a spool file with terminal escapes and fills it with what is
+    not line protocol: the shipper quarantines it and says so, and its log (an admin's
+    terminal when run by hand, the journal as a service) shows the name as text."""
+    plant(node, b"not line protocol\n", name=f"{time.time_ns()}.999.1.{EVIL}.lp")
+    r = node.ship()
+    assert "quarantined spool file" in r.stderr and "PWNED-TITLE" in harmless(r.stderr)

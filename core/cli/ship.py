@@ -9,6 +9,17 @@ import typer
 CONFIG_HELP = "Config file (default: $JOBMON_CONFIG or /etc/jobmon/jobmon.toml)."
 
 
+class Printable(logging.Filter):
+    """Log lines name spool entries, whose names the job users chose: each line is shown
+    through jobmon.printable.clean, so no name can drive the terminal or the journal's
+    reader."""
+
+    def filter(self, record):
+        from ..printable import clean
+        record.msg, record.args = clean(record.getMessage()), None
+        return True
+
+
 def load_config(path):
     from .. import config
     try:
@@ -40,6 +51,8 @@ def register(app):
         """
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                             format="jobmon ship: %(levelname)s: %(message)s")
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(Printable())
         cfg = load_config(config_path)
         from ..ship import health, shipper, state
         if show_status:
