@@ -37,6 +37,7 @@ class Site:
         self.state = os.path.join(self.dir, "state")
         self.config = os.path.join(self.dir, "jobmon.toml")
         self.service = False          # True: the shipper runs as SERVICE_USER
+        self.service_caps = ()        # ... with these capabilities (e.g. "fowner")
         self.write_config(**shipper)
 
     def write_config(self, url=None, **shipper):
@@ -93,8 +94,10 @@ class Site:
         return r
 
     def as_service(self, argv):
+        caps = ",".join(f"+{c}" for c in self.service_caps)
         return [shutil.which("setpriv"), f"--reuid={SERVICE_USER}", f"--regid={SERVICE_GROUP}",
-                "--clear-groups", "--"] + list(argv)
+                "--clear-groups"] + ([f"--inh-caps={caps}", f"--ambient-caps={caps}"]
+                                     if caps else []) + ["--"] + list(argv)
 
     def use_service_user(self):
         """Run the shipper as an unprivileged service user, as a site should: it owns the

@@ -5,15 +5,18 @@ unprivileged service user) against the real InfluxDB. docs/security.md says what
 each attack, and what only a filesystem quota can.
 """
 import contextlib
+import json
 import os
 import pwd
+import re
+import signal
 import stat
 import subprocess
 import time
 
 import pytest
 
-from helpers import JOBMON, as_user, needs_test_user, shared_tmpdir
+from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, shared_tmpdir
 from influx_site import SERVICE_USER
 from test_security import (ATTACKER, VICTIM, attacker, job_row, node,  # noqa: F401 (node:
                            plant, status, valid_line, victim_job)      # a fixture)
@@ -191,3 +194,179 @@ def test_a_job_started_on_a_full_spool_has_its_loss_counted(node):
     lost = st["losses"][ATTACKER]["caused_loss"]["points"]
     assert lost >= 3 and st["sampler_lost_points"] == lost   # its start, samples and end
     assert st["spool_files"] == 0
+
+
+def deploy_caps():
+    """The capabilities deploy/jobmon-ship.service grants the shipper's service user."""
+    with open(os.path.join(REPO, "deploy", "jobmon-ship.service")) as f:
+        [line] = [x for x in f if x.startswith("AmbientCapabilities=")]
+    return tuple(c.lower().removeprefix("cap_") for c in line.split("=", 1)[1].split())
+
+
+DEPLOY_CAPS = deploy_caps()
+
+
+@contextlib.contextmanager
+def following(node):
+    """`jobmon ship --follow` as the service user; stopped (and one last pass made) at
+    the end. Yields a list that then holds its stderr."""
+    node.write_config(max_bytes=12_000_000, poll_seconds=0.1, flush_seconds=0.1)
+    shipper = subprocess.Popen(node.as_service([JOBMON, "ship", "--follow"]), env=node.env,
+                               stderr=subprocess.PIPE, text=True)
+    err = []
+    try:
+        yield err
+    finally:
+        shipper.send_signal(signal.SIGTERM)
+        err.append(shipper.communicate(timeout=60)[1])
+    err.append(node.ship().stderr)
+
+
+def victim_sampling(node, job_id, seconds):
+    """The victim's job, sampling every 50 ms; returns once its spool file and the room
+    for its end-of-job record are there."""
+    job = subprocess.Popen(as_user([JOBMON, "run", "--interval=0.05", f"--job-id={job_id}",
+                                    "--", "sleep", str(seconds)], VICTIM), env=node.env,
+                           stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not any(n.endswith(".end.lp") for n in os.listdir(node.spool)):
+        assert time.monotonic() < deadline and job.poll() is None
+        time.sleep(0.02)
+    return job
+
+
+FILL = r"""
+import os, sys
+parts = sys.argv[2].split("/")
+fd = os.open(sys.argv[1], os.O_PATH | os.O_DIRECTORY)   # the spool: not readable
+for d in parts[:-1]:      # every directory held open: moving them changes nothing
+    os.mkdir(d, dir_fd=fd)
+    fd = os.open(d, os.O_PATH | os.O_DIRECTORY, dir_fd=fd)
+out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+chunk = os.urandom(1 << 20)
+try:
+    for _ in range(17):
+        os.write(out, chunk)
+except OSError:
+    pass
+"""
+
+
+def fill_through_a_directory(node, path):
+    """As the attacker: make the directories of `path` in the spool and write 17 MB
+    into its file (or until the disk is full)."""
+    subprocess.run(as_user([PYTHON, "-c", FILL, node.spool, path], ATTACKER), check=True)
+
+
+def lost_nothing(node, job_id):
+    rep = json.loads(node.jobmon("query", "--json", job_id).stdout)
+    s = rep["summary"]
+    assert s["exit_code"] == 0 and s["lost_points"] == 0
+    assert len(rep["samples"]) == s["samples"] > 40
+    return s
+
+
+def test_a_directory_that_fills_the_spool_is_charged_to_its_maker_and_removed(node):
+    """The spool on its own 16 MiB filesystem, the shipper following, a victim's job
+    sampling; the attacker makes a directory there and fills the disk through it. The
+    directory is charged to the attacker by what it really holds, and removed: the
+    victim loses not one sample, and no loss is the victim's."""
+    node.service_caps = DEPLOY_CAPS
+    with small_spool(node, 16 << 20), following(node) as err:
+        job = victim_sampling(node, "victim-dir", 6)
+        time.sleep(1)
+        fill_through_a_directory(node, "1.lp/deeper/fill")
+        assert job.wait(60) == 0, job.stderr.read()
+        time.sleep(0.5)
+    lost_nothing(node, "victim-dir")
+    st = status(node)
+    assert VICTIM not in st["losses"]
+    assert "removed 1.lp of user jobmon-test" in "".join(err)
+    assert st["losses"][ATTACKER]["over_share"]["bytes"] > 12 << 20
+
+
+HOLD_DROPPED = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+os.write(fd, sys.stdin.buffer.read())
+while os.fstat(fd).st_nlink:    # until the shipper has sent it and dropped it
+    time.sleep(0.02)
+try:
+    while True:
+        os.write(fd, b"x" * (1 << 20))
+except OSError:
+    pass
+print("full", flush=True)
+time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def disk_filled_through_a_dropped_file(node):
+    """As the attacker: a spool file kept open after the shipper sent and removed it,
+    written into until the disk is full, and held so. Yields its holder."""
+    holder = subprocess.Popen(as_user([PYTHON, "-c", HOLD_DROPPED, os.path.join(
+        node.spool, f"{time.time_ns()}.999.1.held.lp")], ATTACKER),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        holder.stdin.write(valid_line())
+        holder.stdin.close()
+        assert holder.stdout.readline() == b"full\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_file_held_open_after_it_was_dropped_is_charged_named_and_emptied(node):
+    """The attacker keeps their spool file open after the shipper sent and removed it,
+    and writes into it until the disk is full. The shipper finds it (/proc), names its
+    holder, charges it to the attacker and empties it: the victim loses nothing."""
+    node.service_caps = DEPLOY_CAPS
+    with small_spool(node, 16 << 20), following(node) as err:
+        job = victim_sampling(node, "victim-held", 6)
+        with disk_filled_through_a_dropped_file(node) as holder:
+            assert job.wait(60) == 0, job.stderr.read()
+            time.sleep(0.5)
+    lost_nothing(node, "victim-held")
+    st = status(node)
+    assert VICTIM not in st["losses"]
+    assert re.search(rf"held by pid {holder.pid} \(command '\w+', user jobmon-test\)",
+                     "".join(err))
+    assert st["losses"][ATTACKER]["over_share"]["bytes"] > 12 << 20
+
+
+def test_a_held_file_the_shipper_cannot_see_is_no_loss_of_the_victims(node):
+    """Without the capabilities to look into other users' processes, the shipper cannot
+    see whose removed file fills the disk: it says so, and the victim's samples the disk
+    kept out are counted as caused by data it cannot see -- never against the victim."""
+    with small_spool(node, 16 << 20):
+        with following(node) as err:
+            job = victim_sampling(node, "victim-unseen", 8)
+            with disk_filled_through_a_dropped_file(node):
+                assert job.wait(60) == 0
+                time.sleep(0.5)
+    st = status(node)
+    assert VICTIM not in st["losses"]
+    lost = json.loads(node.jobmon("query", "--json", "victim-unseen").stdout)["summary"][
+        "lost_points"]
+    assert lost > 0 and st["losses"]["(unseen)"]["caused_loss"]["points"] == lost
+    assert "root or CAP_SYS_PTRACE can name them" in "".join(err)
+
+
+def test_without_the_capabilities_the_loss_is_still_the_fillers(node):
+    """A shipper without CAP_FOWNER cannot remove another user's directory: it says so,
+    charges the attacker for all the directory holds, and the victim's samples that the
+    full disk kept out are counted against the attacker, never the victim."""
+    with small_spool(node, 16 << 20):
+        with following(node) as err:
+            job = victim_sampling(node, "victim-nocap", 8)
+            fill_through_a_directory(node, "1.lp/fill")
+            assert job.wait(60) == 0
+            time.sleep(0.5)
+        st = status(node)
+    assert VICTIM not in st["losses"] and st["users"][ATTACKER] > 15 << 20
+    assert "needs root or CAP_FOWNER" in "".join(err)
+    lost = json.loads(node.jobmon("query", "--json", "victim-nocap").stdout)["summary"][
+        "lost_points"]
+    assert lost > 0 and st["losses"][ATTACKER]["caused_loss"]["points"] == lost

@@ -8,6 +8,7 @@ with empty files), and the owner is the uid the kernel gives.
 """
 import errno
 import os
+import pwd
 import stat
 
 ENTRY_BYTES = 4096          # what an entry costs at least: a block and an inode
@@ -32,15 +33,29 @@ def kind(st):
             "socket" if stat.S_ISSOCK(m) else "device")
 
 
+def owner_name(uid, names=None):
+    """The user name of a uid (names: a cache for one pass; a lookup can cost 0.1 ms)."""
+    if names is not None and uid in names:
+        return names[uid]
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = str(uid)
+    if names is not None:
+        names[uid] = name
+    return name
+
+
 class Entry:
     """One spool entry: anything in the spool or in its quarantine. `stray`: not a spool
-    file's name (a job user's leftover, or a directory set aside)."""
+    file's name (a job user's leftover, or a directory set aside). `size`: what a
+    directory holds, itself and all in it."""
 
-    __slots__ = ("name", "path", "st", "quarantined", "stray")
+    __slots__ = ("name", "path", "st", "quarantined", "stray", "size")
 
-    def __init__(self, name, path, st, quarantined, stray):
+    def __init__(self, name, path, st, quarantined, stray, size=None):
         self.name, self.path, self.st = name, path, st
-        self.quarantined, self.stray = quarantined, stray
+        self.quarantined, self.stray, self.size = quarantined, stray, size
 
     @property
     def uid(self):
@@ -48,32 +63,32 @@ class Entry:
 
     @property
     def charged(self):
-        return charged(self.st)
-
-    @property
-    def droppable(self):
-        """Can the shipper remove it? Not a directory (it cannot empty another user's)."""
-        return not stat.S_ISDIR(self.st.st_mode)
+        return charged(self.st) if self.size is None else self.size
 
 
-def listing(spool, suffix):
-    """Every entry of the spool and of its quarantine, lstat'ed: whatever a user leaves in
-    the spool counts against them."""
+def listing(spool, suffix, walker):
+    """Every entry of the spool and of its quarantine, lstat'ed, directories with all they
+    hold (jobmon.ship.trees.Walker): whatever a user leaves in the spool counts against
+    them."""
     out = []
     for where, quarantined in ((spool, False), (os.path.join(spool, QUARANTINE), True)):
         try:
-            with os.scandir(where) as it:
-                names = [e.name for e in it if quarantined or e.name != QUARANTINE]
+            fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             continue
-        for name in names:
-            path = os.path.join(where, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue   # gone meanwhile
-            out.append(Entry(name, path, st, quarantined,
-                             not quarantined and not name.endswith(suffix)))
+        try:
+            with os.scandir(fd) as it:
+                found = [e for e in it if quarantined or e.name != QUARANTINE]
+            for e in found:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue   # gone meanwhile
+                size = walker.size(fd, e.name, st) if stat.S_ISDIR(st.st_mode) else None
+                out.append(Entry(e.name, os.path.join(where, e.name), st, quarantined,
+                                 not quarantined and not e.name.endswith(suffix), size))
+        finally:
+            os.close(fd)
     return out
 
 

@@ -7,9 +7,9 @@ import stat
 from ..influx import lineprotocol as lp
 from ..influx import schema
 from ..sinks.spool import SUFFIX
-from .entries import QUARANTINE, count_lines, listing, open_regular
-from .spooldir import owner_name
+from .entries import QUARANTINE, count_lines, listing, open_regular, owner_name
 from .quota import usage
+from .trees import Walker
 
 QUARANTINE_SHOWN = 20
 
@@ -28,7 +28,9 @@ def status(cfg, state):
         st["state_unreadable"] = state.unreadable   # the shipper sets it aside when it runs
     if not os.access(spool, os.R_OK | os.X_OK):
         st["error"] = "cannot list the spool (run as the shipper's user)"
-    entries = listing(spool, SUFFIX)
+    walker = Walker(take=False)   # only reads: another user's closed directory stays so
+    walker.start()
+    entries = listing(spool, SUFFIX, walker)
     files = pending = 0
     exact = True
     for e in entries:

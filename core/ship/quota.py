@@ -36,15 +36,16 @@ def drop_order(entry):
     return rank, age_key(entry.name, entry.st), entry.name
 
 
-def bytes_to_free(path):
-    """How far the spool's filesystem is below its low-space mark (0 when it is not)."""
+def disk(path):
+    """(size, bytes used, how far it is below its low-space mark) of the spool's
+    filesystem; zeros when unknown."""
     try:
         fs = os.statvfs(path)
     except OSError:
-        return 0
+        return 0, 0, 0
     size, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
     low = min(LOW_SPACE_BYTES, size // LOW_SPACE_FRACTION)
-    return max(low - free, 0)
+    return size, (fs.f_blocks - fs.f_bfree) * fs.f_frsize, max(low - free, 0)
 
 
 def usage(entries):
@@ -59,7 +60,7 @@ def plan(entries, max_bytes, share, need_free=0):
     """[(entry, reason)] to drop, in order: reason "over_share" or "spool_full"."""
     used = usage(entries)
     queue = collections.defaultdict(collections.deque)
-    for e in sorted((e for e in entries if e.droppable), key=drop_order):
+    for e in sorted(entries, key=drop_order):
         queue[e.uid].append(e)
     over = sum(used.values()) - max_bytes
     drops = []

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import health, quota
 from .lines import Batch, LineReader
-from .spooldir import SpoolDir, prepare_spool
+from .spooldir import SpoolDir, lost_in_name, prepare_spool
 from .state import State
 from .transports import SendError
 
@@ -94,15 +94,17 @@ class Shipper:
                         batch = Batch()
                 if sf.bad:
                     self.spool.quarantine(sf)
+            waiting = False   # lines read but held back: another file's may end a job
             if batch.points:
                 now = time.monotonic()
                 self.pending_since = self.pending_since or now
-                if (final or now - self.pending_since >= self.flush_seconds) \
-                        and not self.send(batch):
+                waiting = not (final or now - self.pending_since >= self.flush_seconds)
+                if not waiting and not self.send(batch):
                     return False
             if not self.collect():
                 return False
-            done = [sf for sf in files if sf.finished and not sf.bad and not sf.deleted]
+            done = [sf for sf in files if sf.finished and not sf.bad and not sf.deleted
+                    and not waiting]
             if not self.mark_ended(done):
                 return False
             if any([self.spool.finish(sf) for sf in done]):
@@ -184,7 +186,8 @@ class Shipper:
                 self.state.sampler_lost(sf.owner, f.lost, quota.age_key(sf.name, sf.st) / 1e9)
             if f.marker:
                 c["jobs_without_summary"] += 1
-                self.state.lose(sf.owner, "no_summary", files=1)
+                if not lost_in_name(name):   # else counted in the points its name gives
+                    self.state.lose(sf.owner, "no_summary", files=1)
         for f in batch.files.values():
             if f.sf.finished:   # all of it acknowledged: delete now, keeps the state small
                 self.spool.finish(f.sf)

@@ -15,19 +15,20 @@ import fcntl
 import itertools
 import logging
 import os
-import pwd
 import resource
 import stat
 import time
 
 from ..sinks.spool import LOST_MARK, SUFFIX
-from . import quota
-from .entries import QUARANTINE, count_lines, kind, listing, open_regular, real_bytes
+from . import holders, quota, trees
+from .entries import (QUARANTINE, count_lines, kind, listing, open_regular, owner_name,
+                      real_bytes)
 
 log = logging.getLogger("jobmon.ship")
 
 YOUNG_EMPTY_SECONDS = 10  # an unlocked empty file younger than this may be just created
 REJECTED = ".rejected-"    # another user's directory the shipper could only rename
+UNSEEN = "(unseen)"        # whose data fills the disk, when the shipper cannot see it
 MAX_OPEN = 50_000         # spool files open at once, at most
 
 
@@ -78,19 +79,6 @@ def open_budget():
     return max(min(soft - 64, MAX_OPEN), 16)
 
 
-def owner_name(uid, names=None):
-    """The user name of a uid (names: a cache for one pass; a lookup can cost 0.1 ms)."""
-    if names is not None and uid in names:
-        return names[uid]
-    try:
-        name = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        name = str(uid)
-    if names is not None:
-        names[uid] = name
-    return name
-
-
 class SpoolFile:
     """One job's spool file as this pass sees it."""
 
@@ -112,8 +100,11 @@ class SpoolDir:
         self.path, self.max_bytes, self.share, self.state = path, max_bytes, share, state
         self.max_line = max_line          # longer than this without a newline: not ours
         self.stuck = set()                # (dev, ino) of entries that could not be moved
+        self.unremovable = set()          # ... of those the limit could not remove
         self.usage = {}                   # from the last enforce_limit, for self-metrics
         self.max_open = open_budget()     # spool files open at once in a pass
+        self.walker = trees.Walker(take=True)    # directories' real sizes
+        self.held = holders.HeldFiles(os.stat(path).st_dev)   # open files with no name
 
     def scan(self):
         """The spool files, opened (regular files only, no link followed; anything else
@@ -208,6 +199,8 @@ class SpoolDir:
         dest = os.path.join(self.path, QUARANTINE, os.path.basename(path))
         try:
             try:
+                if what == "directory":    # another user's may move only once taken over
+                    os.close(trees.take_over(None, path))
                 os.rename(path, dest)
             except OSError:
                 if what != "directory":
@@ -294,13 +287,17 @@ class SpoolDir:
     def enforce_limit(self):
         """Keep the spool under max_bytes (and its disk from filling): drop whole files,
         by the quota's order, and count every loss against the user it belonged to."""
-        entries = listing(self.path, SUFFIX)
-        self.usage = quota.usage(entries)
-        need_free = quota.bytes_to_free(self.path)
+        disk_size, disk_used, need_free = quota.disk(self.path)
+        self.walker.start(fresh=need_free > 0)
+        entries = listing(self.path, SUFFIX, self.walker)
         if need_free:   # samplers may be losing points: whose data fills the disk?
+            held, unseen = self.held.look(disk_size, disk_used, sum(e.charged for e in entries))
+            entries += held
+        self.usage = quota.usage(entries)
+        if need_free:
             over = {uid: n - self.share for uid, n in self.usage.items() if n > self.share}
-            self.state.disk_full(owner_name(max(over, key=over.get)) if over else None,
-                                 time.time())
+            self.state.disk_full(owner_name(max(over, key=over.get)) if over else
+                                 UNSEEN if unseen > self.share else None, time.time())
         drops = quota.plan(entries, self.max_bytes, self.share, need_free)
         for entry, reason in drops:
             if self._drop(entry, reason):
@@ -310,6 +307,8 @@ class SpoolDir:
 
     def _drop(self, entry, reason):
         user = owner_name(entry.uid)
+        if isinstance(entry, holders.Held) or stat.S_ISDIR(entry.st.st_mode):
+            return self._remove(entry, reason, user)
         regular = stat.S_ISREG(entry.st.st_mode) and not entry.stray and not entry.quarantined
         opened = open_regular(entry.path) if regular else None
         points, unsent = 0, real_bytes(entry.st) if entry.stray else 0
@@ -341,4 +340,29 @@ class SpoolDir:
         log.warning("spool over its limit (%d bytes, %d per user): dropped %s of user %s "
                     "(%s), %d unsent point(s)", self.max_bytes, self.share, entry.path, user,
                     reason.replace("_", " "), points)
+        return True
+
+    def _remove(self, entry, reason, user):
+        """A directory (and all in it) or an open file with no name, over the limit:
+        removed, or emptied through its holder's descriptor (root, or CAP_FOWNER)."""
+        key = (entry.st.st_dev, entry.st.st_ino)
+        if key in self.unremovable:
+            return False
+        try:
+            done = holders.empty(entry) if isinstance(entry, holders.Held) else \
+                trees.remove(entry.path, os.path.join(self.path, QUARANTINE))
+        except PermissionError:
+            self.unremovable.add(key)     # said once; still set aside, still charged
+            log.error("cannot remove %s of user %s (%d bytes, over the limit): the shipper "
+                      "needs root or CAP_FOWNER (deploy/jobmon-ship.service)", entry.name,
+                      user, entry.charged)
+            return False
+        if not done:
+            return False     # more of it next time
+        self.state.counters["dropped_bytes"] += entry.charged   # not a spool file: no
+        self.state.lose(user, reason, 0, entry.charged)          # files, no points
+        log.warning("spool over its limit (%d bytes, %d per user, or its disk nearly full): "
+                    "%s %s of user %s (%d bytes, %s)", self.max_bytes, self.share,
+                    "emptied" if isinstance(entry, holders.Held) else "removed", entry.name,
+                    user, entry.charged, reason.replace("_", " "))
         return True
