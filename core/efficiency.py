@@ -148,21 +148,23 @@ def exit_outcome(exit_code, signal):
 
 
 # where the memory peak that efficiency, advice and right-sizing use comes from
-FOOTPRINT, KERNEL, SAMPLED = "footprint", "kernel", "sampled"
-# how reports name each (a footprint peak is just "peak", as it always was)
-BASIS_TEXT = {FOOTPRINT: "peak", KERNEL: "kernel peak (page cache incl.)",
-              SAMPLED: "sampled peak (may miss spikes)"}
+RESIDENT, KERNEL, SAMPLED = "resident", "kernel", "sampled"
+# how reports name each
+BASIS_TEXT = {RESIDENT: "resident peak", KERNEL: "kernel peak (page cache incl.)",
+              SAMPLED: "sampled resident peak (may miss spikes)"}
+# the name summaries written before the figure was named for what it is gave RESIDENT
+LEGACY_BASIS = {"footprint": RESIDENT}
 
 
 def sizing_basis(summary, reaped=True):
-    """Which peak sizes the job (FOOTPRINT, KERNEL or SAMPLED): never a figure that can miss
+    """Which peak sizes the job (RESIDENT, KERNEL or SAMPLED): never a figure that can miss
     a spike when the kernel keeps an exact one. reaped: jobmon reaped the job's processes,
     so rss_peak_bytes holds each one's kernel high-water mark beside the samples (jobmon
     run, the HTCondor wrapper); a sampler beside a job it did not start (the Slurm sampler)
     has samples only, and then the cgroup's own high-water mark, mem_peak_bytes, is the
     exact one -- it counts page cache too, which errs on the safe side."""
     if reaped and summary.get("rss_peak_bytes"):
-        return FOOTPRINT
+        return RESIDENT
     if summary.get("mem_peak_bytes"):
         return KERNEL
     return SAMPLED if summary.get("rss_peak_bytes") else None
@@ -173,6 +175,7 @@ def sizing_peak(summary, tags=None):
     (mem_sizing_basis), else for a summary written before it made one, the choice it would
     have made: a Slurm sampler's record (tags `measured` and `job_id`) was sampled only."""
     basis = summary.get("mem_sizing_basis")
+    basis = LEGACY_BASIS.get(basis, basis)
     if basis not in BASIS_TEXT:
         t = tags if tags is not None else summary.get("tags") or {}
         basis = sizing_basis(summary, reaped=not (t.get("measured") and t.get("job_id")))

@@ -21,8 +21,10 @@ SAMPLE_FIELDS = (
      "Pss_File), reclaimable by the kernel"),
     ("mem_swap_bytes", "bytes", "gauge", "memory of the job swapped out"),
     ("mem_resident_peak_bytes", "bytes", "gauge",
-     "running peak of resident memory: the largest of every sampled mem_resident_bytes and the "
-     "kernel's per-process high-water mark (ru_maxrss) of every exited process"),
+     "running resident peak: the largest of every sampled mem_resident_bytes and, where jobmon "
+     "reaps the job's processes, the kernel's high-water mark of each one it reaped "
+     "(ru_maxrss, VmHWM), which also counts the file-backed pages a process mapped (program, "
+     "libraries)"),
     ("mem_peak_bytes", "bytes", "gauge",
      "kernel high-water mark of all memory charged to the job's cgroup, page cache included "
      "(memory.peak on v2, memory.max_usage_in_bytes on v1); absent in procfs mode"),
@@ -63,10 +65,13 @@ SUMMARY_FIELDS = (
     ("cpu_system_seconds", "s", "total system CPU of every process of the job (end-of-job read)"),
     ("cpu_cores_avg", "cores", "(user + system CPU) / wall seconds"),
     ("rss_peak_bytes", "bytes",
-     "resident memory peak: largest of the sampled resident memory and, where jobmon reaps "
-     "the job's processes (jobmon run, the HTCondor wrapper), each one's kernel high-water "
-     "mark, so a one-process spike between samples is not missed; sampled only where jobmon "
-     "watches from beside the job (the Slurm sampler: mem_sizing_basis says which)"),
+     "resident peak: the largest sampled resident memory (anonymous + shared) and, where "
+     "jobmon reaps the job's processes (jobmon run, the HTCondor wrapper), each one's kernel "
+     "high-water mark (ru_maxrss, VmHWM), so a one-process spike between samples is not "
+     "missed; that mark also counts the file-backed pages the process mapped (program, "
+     "libraries), so this can exceed mem_peak_bytes where the kernel charged those pages "
+     "elsewhere. Sampled only where jobmon watches from beside the job (the Slurm sampler: "
+     "mem_sizing_basis says which)"),
     ("mem_peak_bytes", "bytes",
      "kernel high-water mark of the job's charged memory, page cache included (cgroup only): "
      "exact, a spike at any instant is in it"),
@@ -75,7 +80,8 @@ SUMMARY_FIELDS = (
      "where it catches spikes, else mem_peak_bytes (never a figure that can miss a spike "
      "where the kernel keeps an exact one), else the sampled rss_peak_bytes"),
     ("mem_sizing_basis", "text",
-     "which: footprint (rss_peak_bytes, jobmon reaped the job), kernel (mem_peak_bytes: "
+     "which: resident (rss_peak_bytes, jobmon reaped the job; written \"footprint\" "
+     "before), kernel (mem_peak_bytes: "
      "exact, page cache included, so it errs on the safe side; the Slurm sampler), or "
      "sampled (rss_peak_bytes from samples only: nothing exact was there, a spike between "
      "samples may be missed)"),

@@ -93,7 +93,7 @@ def test_outcome_from_the_exit_status():
 def test_the_peak_that_sizes_a_job_never_misses_a_spike_the_kernel_kept():
     MiB = 1 << 20
     s = {"rss_peak_bytes": 50 * MiB, "mem_peak_bytes": 80 * MiB}
-    assert eff.sizing_basis(s) == eff.FOOTPRINT              # reaped: each process's mark
+    assert eff.sizing_basis(s) == eff.RESIDENT              # reaped: each process's mark
     assert eff.sizing_basis(s, reaped=False) == eff.KERNEL   # sampled only: the kernel's
     assert eff.sizing_basis({"rss_peak_bytes": 5 * MiB}, reaped=False) == eff.SAMPLED
     assert eff.sizing_peak(dict(s, mem_sizing_basis="kernel")) == (80 * MiB, eff.KERNEL)

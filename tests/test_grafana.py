@@ -22,7 +22,7 @@ GENERATOR = os.path.join(gm.GRAFANA, "generator")
 SHOWCASE = "5.0"                 # the HTCondor job of the fixture's .job.ad
 # fields a real job may lack, by design: cgroup-only peaks (the jobs here run in procfs
 # mode), swap, a signal (exited jobs), GPU memory of a process NVML could not attribute
-OPTIONAL = {"mem_peak_bytes", "cgroup_peak", "swap", "signal", "gpu_mem", "gpus_requested"}
+OPTIONAL = {"mem_peak_bytes", "kernel_peak", "swap", "signal", "gpu_mem", "gpus_requested"}
 
 BUSY = r"""
 import os, subprocess, sys, threading, time

@@ -29,7 +29,7 @@ def test_the_issues_example_job():
          "mem_allocated_bytes": 32 * GIB, "rss_peak_bytes": 3 * GIB, "outcome": "goodput"}
     got = rules(s)
     assert got["cpu_underused"] == "used 1.2 of the 8 cores it was given (15 %): ask for 2 cores"
-    assert got["memory_overrequested"] == "peak 3.0 GB of 32.0 GB memory: ask for 4.0 GB"
+    assert got["memory_overrequested"] == "resident peak 3.0 GB of 32.0 GB memory: ask for 4.0 GB"
     assert set(got) == {"cpu_underused", "memory_overrequested"}
     assert set(rules(s, disabled="cpu_underused, short_job")) == {"memory_overrequested"}
     # thresholds come from the config: at 10 % nothing is underused
@@ -84,7 +84,7 @@ def test_query_report_json_csv_and_80_columns(local_job):
     assert eff["CPU efficiency (CPU time / (cores x wall))"] == pytest.approx(
         100 * cpu / (4 * rep["summary"]["wall_seconds"]), abs=0.01)
     mem = {m["name"]: m["value"] for m in rep["memory"]}
-    assert mem["footprint peak"] >= 96 << 20 and mem["requested"] == 2 * GIB
+    assert mem["resident peak"] >= 96 << 20 and mem["requested"] == 2 * GIB
     assert "kernel peak (cgroup)" in mem or rep["summary"]["method"] == "procfs"
     assert {a["rule"] for a in rep["advice"]} >= {"cpu_underused", "short_job"}
     assert rep["scheduler"] is None   # a `jobmon run` job
@@ -93,7 +93,7 @@ def test_query_report_json_csv_and_80_columns(local_job):
     rows = list(csv.DictReader(io.StringIO(c.stdout)))
     by = {(r["section"], r["name"]): r["value"] for r in rows}
     assert float(by["efficiency", "cores allocated"]) == 4
-    assert int(by["memory", "footprint peak"]) == mem["footprint peak"]
+    assert int(by["memory", "resident peak"]) == mem["resident peak"]
     assert {r["name"] for r in rows if r["section"] == "advice"} == \
         {a["rule"] for a in rep["advice"]}
     # the terminal: 80 columns, the job id whole on one line

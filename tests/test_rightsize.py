@@ -98,7 +98,7 @@ def test_a_suggestion_equal_to_the_request_says_so():
 
 
 def test_a_slurm_array_is_sized_by_the_kernel_peaks_and_says_so():
-    """The Slurm sampler reaps nothing: its footprint peaks are samples. Its records say
+    """The Slurm sampler reaps nothing: its resident peaks are samples. Its records say
     the kernel's peak sizes them (mem_sizing_basis); records written before that (only the
     tags `measured` and `job_id` tell them apart) are read the same way."""
     slurm = {"array_job_id": "9", "measured": "job-cgroup", "job_id": "10"}
@@ -122,4 +122,4 @@ def test_a_sampled_peak_in_a_batch_says_a_spike_may_be_missed():
     assert b["peak_basis"] == "sampled"
     assert "(sampled peaks: a spike between samples may be missed)" in b["advice"][0]
     [b] = rs.rightsize([task(f"9_{i}", 100 * MiB) for i in range(3)])
-    assert b["peak_basis"] == "footprint" and b["advice"][0].endswith("tasks' peaks")
+    assert b["peak_basis"] == "resident" and b["advice"][0].endswith("tasks' peaks")

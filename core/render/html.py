@@ -30,7 +30,7 @@ PLOTS = (
         ("mem_charged_bytes", "charged (resident + page cache)", "#ff7f0e", None,
          ("sum", ("mem_resident_bytes", "mem_cache_bytes"))),
         ("mem_cache_bytes", "page cache", "#2ca02c", None, None),
-        ("mem_peak_bytes", "charged peak (kernel)", "#9467bd", [6, 3], None),
+        ("mem_peak_bytes", "kernel peak (charged, cache incl.)", "#9467bd", [6, 3], None),
         ("mem_resident_peak_bytes", "resident peak", "#17becf", [2, 3], None),
         ("mem_swap_bytes", "swap", "#d62728", None, None))),
     ("io", "I/O", "bytes/s", (
@@ -46,9 +46,10 @@ PLOTS = (
     ("gpu_mem", "GPU memory", "bytes", (
         ("gpu_mem_bytes", "GPU memory (job's processes)", "#9467bd", None, None),)),
 )
-# procfs mode has no cgroup: its "page cache" is the file pages the job maps, and nothing
-# is charged
-PROCFS_LABELS = {"mem_charged_bytes": "resident + mapped file pages",
+# procfs mode has no cgroup: its resident memory is a share (PSS), its "page cache" the
+# file pages the job maps, and nothing is charged
+PROCFS_LABELS = {"mem_resident_bytes": "resident (PSS anon + shmem)",
+                 "mem_charged_bytes": "resident + mapped file pages",
                  "mem_cache_bytes": "mapped file pages"}
 
 # Level lines: (plot, kind, names). names: (field, label) in the order they are looked

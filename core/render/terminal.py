@@ -134,7 +134,7 @@ def show_group(job_id, reports, console=None):
         cpu_all += cpu
         wall_all += tot.get("wall time") or 0
         peak = next((m["value"] for m in rep.get("memory") or ()
-                     if m["name"].startswith("footprint")), None)
+                     if m["name"].startswith("resident peak")), None)
         t.add_row(esc(h["job"]), str(max(len(rep["runs"]), 1)), esc(h["host"]),
                   esc(h["status"]), human(tot.get("wall time"), "s"), fixed(cpu),
                   human(peak, "bytes"))

@@ -76,10 +76,13 @@ def efficiency_of(summary, tags=None, memory_per_unit=canonical.CANONICAL_MEMORY
         return {}
     tags = tags if tags is not None else s.get("tags")
     peak_from_before = False
-    if s.get("mem_sizing_basis") is None:   # written before the summary said
+    basis = s.get("mem_sizing_basis")
+    if basis in efficiency.LEGACY_BASIS:   # the same figure, under its earlier name
+        s = dict(s, mem_sizing_basis=efficiency.LEGACY_BASIS[basis])
+    elif basis is None:   # written before the summary said
         basis = efficiency.sizing_peak(s, tags or {})[1]
         s = dict(s, mem_sizing_basis=basis)
-        peak_from_before = basis not in (efficiency.FOOTPRINT, None)
+        peak_from_before = basis not in (efficiency.RESIDENT, None)
     if s.get("outcome") is not None and not peak_from_before:
         return {k: s.get(k) for k in STORED}   # written by the sampler: absent is unknown
     alloc = allocation(s, tags)

@@ -6,7 +6,7 @@ import time
 
 from ..summary import from_samples
 from ..advice import advise
-from ..efficiency import BASIS_TEXT, FOOTPRINT
+from ..efficiency import BASIS_TEXT, RESIDENT
 from . import canonical
 from .job_efficiency import efficiency_of
 from .scheduler import ending
@@ -231,35 +231,69 @@ def efficiency_rows(e):
     ]
 
 
-# what each memory figure is, and why they differ
+# what each memory figure is, how it is obtained, and why they differ; {resident} and
+# {kernel}: what is read for them in the job's mode
+RESIDENT_READ = {"cgroup-v1": "memory.stat total_rss + total_shmem",
+                 "cgroup-v2": "memory.stat anon + shmem",
+                 "procfs": "Pss_Anon + Pss_Shmem of each process, a page shared by "
+                           "several counted once"}
+KERNEL_PEAK = {"cgroup-v1": "memory.max_usage_in_bytes", "cgroup-v2": "memory.peak"}
 MEANINGS = {
-    "footprint": "anonymous + shared memory the job's processes hold: what it needs; "
-                 "sampled, plus each process's kernel high-water mark",
-    "footprint-sampled": "anonymous + shared memory the job's processes hold, as sampled "
-                         "only (jobmon watched from beside the job, reaping none of it): "
-                         "misses a spike between samples, so the kernel peak sizes the job",
-    "charged": "footprint + page cache, as sampled: what the kernel charged the job; "
-               "cache is reclaimable, so it may exceed the request without harm",
+    "resident": "the larger of the job's resident memory at its samples (anon + shmem: "
+                "{resident}) and each process's kernel high-water mark (VmHWM) as jobmon "
+                "reaped it: catches a one-process spike between samples, but the mark also "
+                "counts the program and library pages the process mapped, so this may "
+                "exceed the figures below",
+    "resident-sampled": "anonymous + shared memory of the job's processes ({resident}), "
+                        "the largest sample: a spike between samples is missed",
+    "charged": "resident + the page cache charged to the job's cgroup (memory.stat), the "
+               "largest sample: what the kernel charged the job; cache is reclaimable, so "
+               "it may exceed the request without harm",
+    "mapped": "resident + the file pages the job's processes map (Pss_File: program, "
+              "libraries, mapped files), the largest sample; no cgroup charges the job, so "
+              "page cache it only read or wrote is not in it",
     "kernel": "the cgroup's own high-water mark of charged memory, at any instant "
-              "(memory.peak / max_usage_in_bytes): never misses a spike, includes cache",
+              "({kernel}): never misses a spike, includes cache",
     "htcondor": "HTCondor's MemoryUsage: anon + shmem of the job's cgroup polled every 5 s "
                 "(summed RSS on procd nodes), in MB: misses peaks between polls",
     "slurm": "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
              "anonymous memory only on cgroup v1, page cache included on v2",
     "requested": "what the job asked for", "allocated": "what it was given (its limit)",
 }
+# what each figure is defined to include: it never comes out below them
+INCLUDES = {"resident": "resident-sampled", "charged": "resident-sampled",
+            "mapped": "resident-sampled", "kernel": "charged"}
+
+
+def _largest(samples, cache=False, procfs=False):
+    """The largest sampled resident memory (cache: + page cache, of the samples of cgroup
+    mode -- procfs: of procfs mode -- that have it), or None."""
+    found = [x["mem_resident_bytes"] + (x["mem_cache_bytes"] if cache else 0) for x in samples
+             if x.get("mem_resident_bytes") is not None and (not cache or (
+                 x.get("mem_cache_bytes") is not None
+                 and (x.get("method") == "procfs") == procfs))]
+    return max(found) if found else None
 
 
 def memory_rows(s, samples, eff, scheduler, many):
-    """Every memory figure of the run side by side: {"name", "value", "meaning"}."""
-    charged = [x.get("mem_resident_bytes", 0) + x.get("mem_cache_bytes", 0)
-               for x in samples if x.get("mem_cache_bytes") is not None]
-    node = " (largest node)" if many else ""
-    reaped = eff.get("mem_sizing_basis") in (FOOTPRINT, None)
-    rows = [("footprint peak" + ("" if reaped else ", sampled") + node, s.get("rss_peak_bytes"),
-             "footprint" if reaped else "footprint-sampled"),
-            ("charged peak, sampled" + node, max(charged) if charged else None, "charged"),
-            ("kernel peak (cgroup)" + node, s.get("mem_peak_bytes"), "kernel")]
+    """Every memory figure of the run side by side: {"name", "value", "meaning",
+    "includes"} -- includes: the names of the figures it is defined to include."""
+    methods = sorted({x.get("method") or s.get("method") or "" for x in samples}
+                     or {s.get("method") or ""})
+    how = "; ".join(RESIDENT_READ[m] for m in methods if m in RESIDENT_READ) or \
+        "memory.stat or PSS"
+    kernel = " / ".join(KERNEL_PEAK[m] for m in methods if m in KERNEL_PEAK) or \
+        "memory.peak / memory.max_usage_in_bytes"
+    if eff.get("mem_sizing_basis") in (RESIDENT, None):   # jobmon reaped the job
+        rows = [("resident peak", s.get("rss_peak_bytes"), "resident"),
+                ("resident, sampled", _largest(samples), "resident-sampled")]
+    else:
+        rows = [("resident peak, sampled", s.get("rss_peak_bytes"), "resident-sampled")]
+    rows += [("charged peak, sampled", _largest(samples, cache=True), "charged"),
+             ("mapped peak, sampled", _largest(samples, cache=True, procfs=True), "mapped"),
+             ("kernel peak (cgroup)", s.get("mem_peak_bytes"), "kernel")]
+    if many:   # each the largest node's
+        rows = [(n + " (largest node)", v, m) for n, v, m in rows]
     for label, field in (("HTCondor MemoryUsage", "MemoryUsage (polled peak)"),
                          ("Slurm MaxRSS", "MaxRSS (sampled, largest step)")):
         for name, value, _unit in (scheduler or {}).get("figures") or ():
@@ -267,4 +301,8 @@ def memory_rows(s, samples, eff, scheduler, many):
                 rows.append((label, value, "htcondor" if "HTCondor" in label else "slurm"))
     rows += [("requested", eff.get("mem_requested_bytes"), "requested"),
              ("allocated", eff.get("mem_allocated_bytes"), "allocated")]
-    return [{"name": n, "value": v, "meaning": MEANINGS[m]} for n, v, m in rows if v is not None]
+    rows = [r for r in rows if r[1] is not None]
+    names = {m: n for n, _v, m in rows}
+    return [{"name": n, "value": v, "meaning": MEANINGS[m].format(resident=how, kernel=kernel),
+             "includes": [names[INCLUDES[m]]] if names.get(INCLUDES.get(m)) else []}
+            for n, v, m in rows]

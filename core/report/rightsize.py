@@ -10,7 +10,7 @@ A batch is the jobs one submission made, by one user:
 A task is one job id: its peak is the largest over its runs and nodes, its CPU the most
 cores it kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
 its job's own record holds it. The peak is the one that sizes a job
-(jobmon.efficiency.sizing_peak): the footprint where jobmon reaped the job, else the
+(jobmon.efficiency.sizing_peak): the resident peak where jobmon reaped the job, else the
 kernel's exact one (page cache included); a batch with sampled peaks says so.
 
 Read side, standard library only.
@@ -18,7 +18,7 @@ Read side, standard library only.
 import math
 import re
 
-from ..efficiency import FOOTPRINT, KERNEL, SAMPLED
+from ..efficiency import RESIDENT, KERNEL, SAMPLED
 from ..printable import fixed
 from . import job_efficiency
 from .aggregate import quantile
@@ -118,9 +118,9 @@ def tasks_of(records):
 
 # what a batch's peaks are, the least certain first: one sampled peak makes them all
 # "may have missed a spike"
-_BASIS_ORDER = (SAMPLED, KERNEL, FOOTPRINT)
+_BASIS_ORDER = (SAMPLED, KERNEL, RESIDENT)
 _BASIS_NOTE = {SAMPLED: " (sampled peaks: a spike between samples may be missed)",
-               KERNEL: " (the kernel's peaks, page cache included)", FOOTPRINT: ""}
+               KERNEL: " (the kernel's peaks, page cache included)", RESIDENT: ""}
 
 
 def weakest(a, b):

@@ -6,7 +6,7 @@ lines in, at most MAX_LINES lines of at most MAX_COLUMNS columns out; advice_for
 jobmon.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
-from ..efficiency import BASIS_TEXT, FOOTPRINT, signal_name, sizing_peak
+from ..efficiency import BASIS_TEXT, signal_name, sizing_peak
 from ..printable import clean, fixed
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -81,7 +81,7 @@ def memory_line(s):
     if peak is None:
         return None
     given, asked = _num(s.get("mem_allocated_bytes")), _num(s.get("mem_requested_bytes"))
-    name = "resident peak" if basis == FOOTPRINT else BASIS_TEXT[basis]
+    name = BASIS_TEXT[basis]
     line = f"Memory: {name} {_size(peak)}"
     if given:
         eff = _num(s.get("mem_efficiency_percent"))

@@ -15,7 +15,7 @@ PERCENT = [(None, "red"), (25, "orange"), (50, "yellow"), (75, "green")]
 
 ADVICE = """\
 **Reading the signals.** `cpu_idle_samples`: samples in which the job used under 1 % of a
-core while it ran (a stalled job). `mem_rising` = 1: the memory footprint rose steadily
+core while it ran (a stalled job). `mem_rising` = 1: resident memory rose steadily
 (a leak?), by `mem_growth_bytes_per_hour`. `gpu_idle_samples`: samples with GPUs allocated
 but idle. `leftover_procs`: processes still running when the command exited. CPU efficiency
 under 50 %: ask for fewer cores; memory efficiency under 50 %: ask for less memory.
@@ -28,8 +28,8 @@ def build():
     p.append(stat(g, "CPU and memory efficiency", [target(
         f'SELECT last("cpu_efficiency_percent") AS cpu, last("mem_efficiency_percent") AS mem '
         f'FROM "{JOB}" WHERE {F}', fmt="table")], unit="percent", thresholds=PERCENT,
-        description="CPU time / (cores allocated x wall time); peak resident memory / "
-                    "memory allocated."))
+        description="CPU time / (cores allocated x wall time); the memory peak that "
+                    "sizes the job (mem_sizing_peak_bytes) / memory allocated."))
     p.append(stat(g, "Outcome", [target(
         f'SELECT last("outcome") AS outcome, last("outcome_reason") AS reason '
         f'FROM "{JOB}" WHERE {F}', fmt="table")],
@@ -79,14 +79,17 @@ def build():
     p.append(timeseries(g, "Memory, each definition, vs request", [
         target(f'SELECT mean("mem_resident_bytes") AS resident, mean("mem_cache_bytes") AS cache, '
                f'mean("mem_swap_bytes") AS swap, max("mem_resident_peak_bytes") AS resident_peak, '
-               f'max("mem_peak_bytes") AS cgroup_peak FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+               f'max("mem_peak_bytes") AS kernel_peak FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
                alias="$col $tag_host"),
         target(f'SELECT last("mem_requested_bytes") AS requested, '
                f'last("mem_allocated_bytes") AS allocated FROM "{JOB}" WHERE {F} {ALLOC}',
                ref="B", alias="$col $tag_host")], unit="bytes",
-        description="resident: anonymous + shared memory (what the job needs); cache: its "
-                    "page cache (reclaimable); cgroup_peak: the kernel's high-water mark, "
-                    "page cache included (cgroup mode only)."))
+        description="resident: anonymous + shared memory (PSS in procfs mode); cache: its "
+                    "page cache (reclaimable; procfs: the file pages it maps); resident_peak: "
+                    "the largest resident so far and, where jobmon reaps the job, each "
+                    "process's kernel high-water mark (which also counts its program and "
+                    "library pages); kernel_peak: the cgroup's high-water mark of charged "
+                    "memory, page cache included (cgroup mode only)."))
     p.append(timeseries(g, "I/O rates", [target(
         f'SELECT non_negative_derivative(last("read_bytes"), 1s) AS read_rate, '
         f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '

@@ -46,3 +46,25 @@ def test_mem_peak_from_memory_peak_between_samples(raw_guest):
     assert all(x.get("mem_resident_bytes", 0) < t.spike for x in r.samples), r.samples
     assert t.spike <= r.summary["mem_peak_bytes"] <= t.spike_hwm + 64 * MiB, \
         (r.summary["mem_peak_bytes"], t.spike, t.spike_hwm)
+
+
+def test_report_names_each_figure_for_how_v2_gives_it(raw_guest):
+    """`jobmon query --json` of a cgroup v2 job: the figures named and explained for v2
+    (memory.stat anon + shmem, memory.peak); none below a figure it is defined to
+    include."""
+    r, t = jobrun.run_tree(["--cgroup=create", "--cgroup-version=2", "--job-id=v2-memory"],
+                           interval=0.5)
+    assert r.summary["method"] == "cgroup-v2"
+    q = subprocess.run([jobrun.JOBMON, "query", "v2-memory", "--json",
+                        f"--store={os.path.join(r.dir, 'store.db')}"],
+                       capture_output=True, text=True, timeout=jobrun.TIMEOUT)
+    assert q.returncode == 0, q.stderr
+    rows = {m["name"]: m for m in json.loads(q.stdout)["memory"]}
+    assert list(rows) == ["resident peak", "resident, sampled", "charged peak, sampled",
+                          "kernel peak (cgroup)"]
+    for m in rows.values():
+        for inner in m["includes"]:
+            assert m["value"] >= rows[inner]["value"], (m, rows[inner])
+    assert rows["resident peak"]["value"] >= 0.9 * t.spike_hwm
+    assert "memory.stat anon + shmem" in rows["resident, sampled"]["meaning"]
+    assert "memory.peak" in rows["kernel peak (cgroup)"]["meaning"]
