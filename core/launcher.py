@@ -42,11 +42,12 @@ def set_subreaper():
 
 
 class StartError(Exception):
-    """The command itself could not be started; `status` is the shell's code for it."""
+    """The command itself could not be started; `status` is the shell's code for it,
+    `errno` the kernel's reason (ENOENT, EACCES, ENOEXEC, ...)."""
 
-    def __init__(self, msg, status):
+    def __init__(self, msg, status, errno):
         super().__init__(msg)
-        self.status = status
+        self.status, self.errno = status, errno
 
 
 def find_executable(name, path=None):
@@ -63,11 +64,11 @@ def find_executable(name, path=None):
                 return c
             denied = c
         elif os.path.isdir(c) and "/" in name:
-            raise StartError(f"{name}: is a directory", 126)
+            raise StartError(f"{name}: is a directory", 126, errno.EACCES)
     if denied:
-        raise StartError(f"{denied}: permission denied", 126)
+        raise StartError(f"{denied}: permission denied", 126, errno.EACCES)
     raise StartError(f"{name}: command not found" if "/" not in name
-                     else f"{name}: no such file or directory", 127)
+                     else f"{name}: no such file or directory", 127, errno.ENOENT)
 
 
 def spawn(argv, cgroups=None, trampoline=None, overhead=None):
@@ -142,7 +143,8 @@ def spawn(argv, cgroups=None, trampoline=None, overhead=None):
     if data:
         os.waitpid(pid, 0)
         code = int(data[1:])
-        raise StartError(f"{argv[0]}: {os.strerror(code)}", 127 if code == errno.ENOENT else 126)
+        raise StartError(f"{argv[0]}: {os.strerror(code)}",
+                         127 if code == errno.ENOENT else 126, code)
     return pid
 
 

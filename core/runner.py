@@ -133,6 +133,7 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
         if cg:
             cg.remove()
         warn(str(e))
+        record_failed_start(args, identity, e, start)
         if start_failed:
             start_failed(e)
         sys.exit(e.status)
@@ -193,6 +194,23 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
             session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
     session.trampoline_in_cgroup = bool(overhead) and cg is not None
     return session
+
+
+def record_failed_start(args, identity, err, start):
+    """A command that could not be started still gets a record: the exit status a shell
+    gives (126, 127), no figures, and why (tag `start_failed`)."""
+    from .session import Session, describe_job, open_sinks
+    from .watch_probe import NoProbe
+    job_id, tags, scheduler, run = (args.job_id, args.tags, "local", None) if identity is None \
+        else (identity.job, identity.tags, identity.scheduler, identity.run)
+    try:
+        tags = dict(tags or {}, measured="none", start_failed=str(err))
+        job = describe_job(job_id, NoProbe.method, start, tags, args.cmd, args.interval,
+                           scheduler, run)
+        sinks = open_sinks(args.store, args.out, args.format, warn)
+        Session(job, NoProbe(), sinks, args.interval, kernel_peak=None).finish(err.status << 8)
+    except Exception as e:   # the exit status is what matters now
+        warn(f"could not record the failed start: {e}")
 
 
 def counters_now(cg):

@@ -35,12 +35,13 @@ USER_JOB_WRAPPER = {wrapper}
 HasJobMonitor = true
 STARTD_ATTRS = $(STARTD_ATTRS) HasJobMonitor
 
-# A job that cannot be executed makes the wrapper write _CONDOR_WRAPPER_ERROR_FILE, which
-# puts the job back in the queue. With the default JOB_EXECDIR_PERMISSIONS = user (scratch
-# directory 0700) the starter cannot read that file, and the job completes with exit status
-# 127/126 and the reason in its stderr instead. "world" (0755) lets the starter read it, and
-# every user every job's scratch directory; most sites keep the default.
-# JOB_EXECDIR_PERMISSIONS = world
+# A job that cannot be executed: the wrapper tells the shadow through Chirp's delayed
+# updates, and access points with jobmon-access-point.conf hold the job, as without a
+# wrapper (only the HoldReasonCode differs: 26, not 6). Where that is not set up the job
+# completes with exit status 126/127 and the reason in its stderr. Without Chirp the
+# wrapper writes _CONDOR_WRAPPER_ERROR_FILE, which the starter cannot read with the
+# default JOB_EXECDIR_PERMISSIONS = user (the same completion); with "world" it can, and
+# requeues the job, again and again: keep the default.
 """
 CRON_CONF = """# jobmon's node shipper, run by the startd every minute as HTCondor's service user
 # (condor), who owns the spool ({spool}), the state directory

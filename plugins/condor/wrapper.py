@@ -8,7 +8,8 @@ takes the last sample once the job has ended, and exits with the job's exact sta
 lifecycle of `jobmon run`, jobmon.runner).
 
 It never harms the job. If anything about monitoring fails, the job runs unmonitored; only
-a job that cannot be executed makes it write _CONDOR_WRAPPER_ERROR_FILE. Its own warnings
+a job that cannot be executed makes it tell the shadow (Chirp) or write
+_CONDOR_WRAPPER_ERROR_FILE. Its own warnings
 go to syslog (condor.warnings), not into the job's stderr. The job's stdio, cwd,
 environment and argv are passed on untouched. Standard library only; every jobmon module
 is imported inside a guard, so even a broken installation still runs the job.
@@ -23,6 +24,9 @@ PROG = "jobmon-condor-wrapper"
 OPT_OUT_ATTR = "JobMonitor"
 INTERVAL_ATTR = "JobMonitorInterval"
 SUMMARY_ATTR = "JobMonitorSummary"
+# what the wrapper tells the shadow of a job it cannot execute (Chirp delayed updates)
+EXEC_ERRNO, EXEC_REASON = "ChirpJobmonExecErrno", "ChirpJobmonExecReason"
+EXEC_RUN = "ChirpJobmonExecShadowBday"
 _DEFAULTS = {"enabled": True, "allow_opt_out": True, "interval": 10.0, "min_interval": 1.0,
              "max_interval": 300.0, "warnings": "syslog"}
 
@@ -45,7 +49,7 @@ def main(argv=None, config=None):
         exec_job(argv)
     try:
         runner.run(plan.args(argv), identity=plan.identity, choose_cgroup=plan.choose_cgroup,
-                   start_failed=lambda e: job_cannot_start(str(e), e.status),
+                   start_failed=lambda e: job_cannot_start(str(e), e.status, e.errno, argv),
                    on_end=plan.report_card)
     except Exception as e:   # a jobmon bug before the job started: run it all the same
         if _has_children():
@@ -255,17 +259,21 @@ def exec_job(argv):
         os.execvp(argv[0], argv)   # a path is run as is; a bare name (PreserveRelative-
     except OSError as e:           # Executable) is looked up in PATH
         import errno
-        job_cannot_start(f"{argv[0]}: {e.strerror}", 127 if e.errno == errno.ENOENT else 126)
+        job_cannot_start(f"{argv[0]}: {e.strerror}", 127 if e.errno == errno.ENOENT else 126,
+                         e.errno, argv)
 
 
-def job_cannot_start(reason, status):
-    """The job itself cannot run: tell the starter (the error file puts the job back in the
-    queue, and its text reaches the starter's log and the job's event log) and the job's
-    stderr, then exit non-zero."""
+def job_cannot_start(reason, status, err=None, argv=None):
+    """The job itself cannot run (err: the kernel's errno). Where the starter runs a Chirp
+    server, tell the shadow why, as job attributes: an access point with jobmon's policy
+    (deploy/condor/jobmon-access-point.conf) then holds the job, as the starter holds one
+    it cannot execute without a wrapper. Else write the error file (the starter requeues
+    the job when it can read it). The job's stderr gets the same line either way; the
+    wrapper exits non-zero (126, 127): where neither works, the job completes with that."""
     msg = (f"{PROG}: cannot execute the job: {reason} (uid {os.getuid()}, "
            f"cwd {_cwd()})\n")
     path = os.environ.get(ERROR_FILE_ENV)
-    if path:
+    if path and not (err and argv and tell_the_shadow(argv, err)):
         try:
             with open(path, "w") as f:
                 f.write(msg)
@@ -276,6 +284,23 @@ def job_cannot_start(reason, status):
     except OSError:
         pass
     os._exit(status)
+
+
+def tell_the_shadow(argv, err):
+    """The exec failure as Chirp delayed job attributes: the reason and subcode the starter
+    would have held the job with, and this run's ShadowBday (so that a job released and
+    run again is not held for it). True once the starter has them."""
+    try:
+        from jobmon.plugins.condor import chirp, read_ads
+        bday = read_ads(os.environ)[0].get("ShadowBday")
+        if not isinstance(bday, int) or isinstance(bday, bool):
+            return False
+        args = f" with arguments {' '.join(argv[1:])}" if len(argv) > 1 else ""
+        why = f"Failed to execute '{argv[0]}'{args}: (errno={err}: '{os.strerror(err)}')"
+        return chirp.set_delayed({EXEC_REASON: chirp.classad_string(why[:chirp.EXPR_MAX - 10]),
+                                  EXEC_ERRNO: str(err), EXEC_RUN: str(bday)})
+    except Exception:   # the error file, then
+        return False
 
 
 def _cwd():
