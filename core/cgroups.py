@@ -84,14 +84,17 @@ def resolve(mounts, paths, key):
 class JobCgroups:
     """The cgroup directories of one job: version 2 or a set of v1 controllers."""
 
-    def __init__(self, version, dirs, created=False, undo=None):
+    def __init__(self, version, dirs, created=False, undo=None, pressure_dir=None):
         self.version = version   # 1 or 2
         self.dirs = dirs         # v2: {"v2": dir}; v1: {controller: dir}
         self.created = created   # made by jobmon, so jobmon removes it
         self.undo = undo         # puts back what making it changed (jobmon's leaf move)
+        # v1 on a hybrid host: a controller-less v2 cgroup of the job's, for its pressure
+        self.pressure_dir = pressure_dir
 
     def procs_files(self):
-        return [os.path.join(d, "cgroup.procs") for d in self.dirs.values()]
+        extra = [self.pressure_dir] if self.pressure_dir else []
+        return [os.path.join(d, "cgroup.procs") for d in list(self.dirs.values()) + extra]
 
     def join(self, pid=0):
         """Move `pid` (0: the calling process) into every directory of this job."""
@@ -108,7 +111,8 @@ class JobCgroups:
             mounts, paths = own()
         except OSError:
             mounts, paths = {}, {}   # then the parent, as v1 always allows
-        for key, d in self.dirs.items():
+        extra = {"v2": self.pressure_dir} if self.pressure_dir else {}
+        for key, d in list(self.dirs.items()) + list(extra.items()):
             _empty_and_remove(d, resolve(mounts, paths, key) or os.path.dirname(d))
         if self.undo:
             try:
@@ -160,6 +164,9 @@ def existing(pid="self", prefer=None):
     if prefer in (None, 1):
         dirs = {c: resolve(mounts, paths, c) for c in V1_CONTROLLERS}
         if dirs.get("cpuacct") and dirs.get("memory") and paths.get("memory", "/") != "/":
+            # the cpu controller's cgroup (CPU quota, throttling) where it is the job's own
+            if paths.get("cpu") == paths.get("cpuacct"):
+                dirs["cpu"] = resolve(mounts, paths, "cpu")
             return JobCgroups(1, {c: d for c, d in dirs.items() if d})
     if prefer == 2 and v2 and paths.get("v2", "/") != "/":
         return JobCgroups(2, {"v2": v2})
@@ -320,7 +327,23 @@ def _create_v1(mounts, paths, name):
         raise
     if "blkio" in dirs:
         _enable_blkio_stats(dirs["blkio"])
-    return JobCgroups(1, dirs, created=True)
+    return JobCgroups(1, dirs, created=True, pressure_dir=_pressure_cgroup(mounts, paths, name))
+
+
+def _pressure_cgroup(mounts, paths, name):
+    """On a hybrid host (v1 controllers and a v2 hierarchy without them), a v2 cgroup for
+    the job beside its v1 ones: the kernel keeps pressure (PSI) for every v2 cgroup, so the
+    job's CPU, memory and I/O stalls are exact there too. None where there is no such
+    hierarchy, or it refuses."""
+    home = resolve(mounts, paths, "v2")
+    if not home or not os.path.exists(os.path.join(home, "cgroup.procs")):
+        return None
+    d = os.path.join(home, name)
+    try:
+        os.mkdir(d)
+    except OSError:
+        return None
+    return d
 
 
 # v1 blk-throttle counts bytes only for devices that have a rule; a limit no disk can reach

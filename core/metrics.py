@@ -34,6 +34,45 @@ SAMPLE_FIELDS = (
      "bytes passed through read()-like system calls (storage, page cache, pipes, sockets)"),
     ("wchar_bytes", "bytes", "counter",
      "bytes passed through write()-like system calls (storage, page cache, pipes, sockets)"),
+    ("cpu_pressure_seconds", "s", "counter",
+     "wall time during which at least one runnable thread of the job waited for a CPU: the "
+     "kernel's pressure stall information (PSI, `cpu.pressure` some) of the job's cgroup; "
+     "where it has none, cpu_wait_seconds instead (pressure_source says which)"),
+    ("cpu_wait_seconds", "s", "counter",
+     "time the job's threads were runnable but waiting for a CPU, summed over its threads "
+     "(run-queue wait, `/proc/<tid>/schedstat`): taken where the job's cgroup has no PSI "
+     "(cgroup v1, procfs mode, PSI off); a thread that exited counts up to the last sample "
+     "before, so a lower bound"),
+    ("cpu_throttled_seconds", "s", "counter",
+     "time the job's cgroup was held back by its CPU quota (`cpu.stat` throttled_usec, v1 "
+     "throttled_time); only where the job has a cgroup of the cpu controller"),
+    ("mem_pressure_seconds", "s", "counter",
+     "wall time during which at least one of the job's threads stalled on memory: reclaim, "
+     "swap-in, refaulting pages it had to give up (PSI `memory.pressure` some; cgroup v2, or "
+     "the v2 cgroup jobmon makes beside v1 ones on a hybrid host)"),
+    ("mem_pressure_full_seconds", "s", "counter",
+     "wall time during which all of the job's non-idle threads stalled on memory at once: it "
+     "made no progress (PSI `memory.pressure` full)"),
+    ("io_pressure_seconds", "s", "counter",
+     "wall time during which at least one of the job's threads waited for block I/O (PSI "
+     "`io.pressure` some)"),
+    ("io_pressure_full_seconds", "s", "counter",
+     "wall time during which all of the job's non-idle threads waited for block I/O at once "
+     "(PSI `io.pressure` full)"),
+    ("mem_major_faults", "count", "counter",
+     "major page faults: pages the job waited to have read back from disk or swap (cgroup "
+     "`memory.stat` pgmajfault); a job thrashing at its memory limit keeps refaulting its "
+     "own pages"),
+    ("mem_limit_hits", "count", "counter",
+     "times the job's memory reached its limit, so the kernel had to reclaim from it "
+     "(`memory.events` max on v2, `memory.failcnt` on v1)"),
+    ("mem_high_hits", "count", "counter",
+     "times it went over its `memory.high` and was throttled (cgroup v2)"),
+    ("oom_events", "count", "counter",
+     "times the job's cgroup ran out of memory at its limit (`memory.events` oom, v2)"),
+    ("oom_kills", "count", "counter",
+     "processes of the job the kernel's OOM killer killed (`memory.events` oom_kill on v2, "
+     "`memory.oom_control` oom_kill on v1)"),
     ("procs", "count", "gauge", "processes of the job alive at the sample"),
     ("threads", "count", "gauge", "threads (kernel tasks) of the job alive at the sample"),
     ("gpu_count", "count", "gauge",
@@ -49,6 +88,13 @@ SAMPLE_FIELDS = (
      "slices; Volta and later). Node reader: every sample, start and end interpolated between "
      "its readings; JOBMON_GPU=nvml: every 10 s and at the end (one read costs ~4 ms)"),
 )
+
+# why a job waited (probes/pressure.py) and what its memory limit did to it: counters
+# whose end-of-job totals the summary keeps
+STALL_COUNTERS = ("cpu_pressure_seconds", "cpu_wait_seconds", "cpu_throttled_seconds",
+                  "mem_pressure_seconds", "mem_pressure_full_seconds", "io_pressure_seconds",
+                  "io_pressure_full_seconds", "mem_major_faults", "mem_limit_hits",
+                  "mem_high_hits", "oom_events", "oom_kills")
 
 # name, unit, meaning: one record per job, written when it ends
 SUMMARY_FIELDS = (
@@ -114,6 +160,22 @@ SUMMARY_FIELDS = (
      "samples taken without GPU figures because the node's GPU reader was down or its data "
      "older than two refresh periods (never filled in with guesses); null without GPU "
      "metrics (docs/gpu.md)"),
+    # the stall and memory-event counters, each the run's total
+    *((n, u, "the run's total (per sample, above)") for n, u, _k, _m in SAMPLE_FIELDS
+      if n in STALL_COUNTERS),
+    ("cpu_pressure_percent", "%", "cpu_pressure_seconds / wall x 100: share of the run during "
+     "which a thread of the job was waiting for a CPU (PSI)"),
+    ("cpu_wait_percent", "%", "cpu_wait_seconds / (cpu_wait_seconds + CPU seconds) x 100: "
+     "share of the time its threads wanted a CPU that they spent waiting for one (run queue)"),
+    ("mem_pressure_percent", "%", "mem_pressure_seconds / wall x 100 (PSI)"),
+    ("io_pressure_percent", "%", "io_pressure_seconds / wall x 100 (PSI)"),
+    ("pressure_source", "text",
+     "where the stall figures come from: psi (the kernel's pressure stall information of the "
+     "job's own cgroup: CPU, memory and I/O, exact), run-queue (no PSI for this job -- a "
+     "scheduler's cgroup v1, procfs mode, or PSI off: CPU from its threads' run-queue wait, "
+     "memory from its limit hits and major faults, no I/O stall figure)"),
+    ("psi", "text", "on: the node's kernel keeps PSI; off: it was built or booted without it "
+     "(no /proc/pressure; RHEL 8 needs the boot option psi=1)"),
     ("samples", "count", "samples taken"),
     ("interval_seconds", "s", "sampling interval"),
     ("monitor_cpu_seconds", "s",

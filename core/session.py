@@ -135,6 +135,9 @@ class Session:
         s["mem_sizing_basis"] = sizing_basis(s, reaped=sampler.kernel_peak is not None)
         alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))
         s.update(figures(s, alloc))
+        from .probes.pressure import psi_state
+        s["pressure_source"] = getattr(sampler.probe, "pressure_source", None)
+        s["psi"] = psi_state()
         s["command"] = self.job.get("command")
         sampler.close(s)
         return s

@@ -6,13 +6,15 @@ summary) and gets the same figures the summary would have.
 """
 import os
 
+from .metrics import STALL_COUNTERS
+
 # sample field -> summary field holding its largest value
 PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",
          "mem_swap_bytes": "swap_peak_bytes", "procs": "procs_max", "threads": "threads_max",
          "gpu_mem_bytes": "gpu_mem_peak_bytes"}
 # counters: the summary holds the last value
 LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "rchar_bytes",
-        "wchar_bytes", "gpu_count")
+        "wchar_bytes", "gpu_count") + STALL_COUNTERS
 # suspects, kept as the samples come: a sample is idle below this many cores busy, and the
 # footprint "rose steadily" when a line fits its samples this well (R^2) and rose by this
 # share of its start over at least this many samples
@@ -121,7 +123,20 @@ class Fold:
         out["samples"] = self.samples
         out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
+        out.update(stall_shares(out, wall, cpu))
         return out
+
+
+def stall_shares(out, wall, cpu):
+    """The stall totals as shares of the run (summary fields *_pressure_percent, and
+    cpu_wait_percent of the time its threads wanted a CPU)."""
+    def share(part, whole):
+        return round(100.0 * part / whole, 2) if part is not None and whole > 0 else None
+    wait = out.get("cpu_wait_seconds")
+    return {"cpu_pressure_percent": share(out.get("cpu_pressure_seconds"), wall),
+            "cpu_wait_percent": share(wait, (wait or 0) + cpu),
+            "mem_pressure_percent": share(out.get("mem_pressure_seconds"), wall),
+            "io_pressure_percent": share(out.get("io_pressure_seconds"), wall)}
 
 
 def from_samples(info, samples, cut_short=False):

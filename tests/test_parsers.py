@@ -111,9 +111,10 @@ def test_v1_split_cpu_no_split_available():
 
 def test_v1_memory_stat_recorded():
     out = cgroup_v1.parse_memory_stat(read_fixture("cgroup_v1", "job", "memory", "memory.stat"))
-    # total_rss 38600704 + total_shmem 0; total_cache 4198400 - shmem; total_swap 0
+    # total_rss 38600704 + total_shmem 0; total_cache 4198400 - shmem; total_swap 0;
+    # total_pgmajfault 0
     assert out == {"mem_resident_bytes": 38600704, "mem_cache_bytes": 4198400,
-                   "mem_swap_bytes": 0}
+                   "mem_swap_bytes": 0, "mem_major_faults": 0}
     peak = int(read_fixture("cgroup_v1", "job", "memory", "memory.max_usage_in_bytes"))
     assert peak == 47624192 and peak >= out["mem_resident_bytes"] + out["mem_cache_bytes"]
 
@@ -172,12 +173,14 @@ def test_v2_memory_stat_slurm_job():
     assert b"\nanon_thp 2097152\n" in data and b"\nfile_mapped " in data  # look-alike keys
     out = cgroup_v2.parse_memory_stat(data)
     assert out == {"mem_resident_bytes": 268435456 + 4194304,      # anon + shmem
-                   "mem_cache_bytes": 33554432 - 4194304}          # file - shmem
+                   "mem_cache_bytes": 33554432 - 4194304,          # file - shmem
+                   "mem_major_faults": 3}                          # pgmajfault
 
 
 def test_v2_memory_stat_condor_slot():
     out = cgroup_v2.parse_memory_stat(read_fixture(*V2_CONDOR_SLOT, "memory.stat"))
-    assert out == {"mem_resident_bytes": 536870912, "mem_cache_bytes": 104857600}
+    assert out == {"mem_resident_bytes": 536870912, "mem_cache_bytes": 104857600,
+                   "mem_major_faults": 3}
 
 
 def test_v2_memory_stat_without_memory_controller():

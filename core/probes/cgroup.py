@@ -80,6 +80,16 @@ class Counter:
                     pass
         return procs, threads
 
+    def tids(self):
+        """Thread ids of the job's tasks (for their run-queue wait)."""
+        out = []
+        for d in self._dirs():
+            try:
+                out += map(int, read_all(os.path.join(d, self.threads_file)).split())
+            except OSError:
+                pass
+        return out
+
     def pids(self):
         out = []
         for d in self._dirs():

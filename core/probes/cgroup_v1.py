@@ -1,11 +1,17 @@
-"""cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups."""
+"""cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups, and
+why it waited: v1 has no pressure (PSI) files, so its threads' run-queue wait, unless
+jobmon made the job a v2 cgroup beside them (a hybrid host: probes/pressure.py); the
+memory controller's limit hits (failcnt) and OOM kills (memory.oom_control); CPU quota
+throttling where the job has a cgroup of the cpu controller."""
 import os
 
 from . import Probe
 from .cgroup import Counter, SteadyCpu, cgroup_limits
 from .files import keyed, reader
+from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
-_MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap"}
+_MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap",
+             b"total_pgmajfault"}
 
 
 def parse_memory_stat(data):
@@ -18,6 +24,8 @@ def parse_memory_stat(data):
         out["mem_cache_bytes"] = max(s.get(b"total_cache", 0) - shmem, 0)
     if b"total_swap" in s:
         out["mem_swap_bytes"] = s[b"total_swap"]
+    if b"total_pgmajfault" in s:
+        out["mem_major_faults"] = s[b"total_pgmajfault"]
     return out
 
 
@@ -66,6 +74,12 @@ class CgroupV1Probe(Probe):
         self.counter = Counter(d.get("pids") or acct, "cgroup.procs", "tasks",
                                nested=not cgroups.created)
         self.steady = SteadyCpu()
+        self.failcnt = reader(os.path.join(mem, "memory.failcnt"))
+        self.oom_control = reader(os.path.join(mem, "memory.oom_control"))
+        self.cpu_stat = d.get("cpu") and reader(os.path.join(d["cpu"], "cpu.stat"))
+        self.pressure = Pressure.open(getattr(cgroups, "pressure_dir", None))
+        self.runqueue = None if self.pressure else RunQueue()
+        self.pressure_source = PSI if self.pressure else RUN_QUEUE
 
     def read(self, final=False):
         out = self.steady(split_cpu(int(self.usage.read()),
@@ -77,6 +91,20 @@ class CgroupV1Probe(Probe):
             out["mem_peak_bytes"] = int(self.mem_peak.read())
         if self.blkio:
             out.update(parse_blkio(self.blkio.read()))
+        if self.failcnt:
+            out["mem_limit_hits"] = int(self.failcnt.read())
+        if self.oom_control:
+            kills = keyed(self.oom_control.read(), {b"oom_kill"})   # Linux 4.13 and later
+            if kills:
+                out["oom_kills"] = kills[b"oom_kill"]
+        if self.cpu_stat:
+            throttled = keyed(self.cpu_stat.read(), {b"throttled_time"})
+            if throttled:
+                out["cpu_throttled_seconds"] = throttled[b"throttled_time"] / 1e9
+        if self.pressure:
+            out.update(self.pressure.read())
+        else:
+            out["cpu_wait_seconds"] = self.runqueue.read(self.counter.tids())
         out["procs"], out["threads"] = self.counter.count()
         return out
 
@@ -86,7 +114,7 @@ class CgroupV1Probe(Probe):
 
     def limits(self):
         d = self.cg.dirs
-        cpu = d.get("cpuacct")   # mounted as "cpu,cpuacct" almost everywhere
+        cpu = d.get("cpu") or d.get("cpuacct")   # mounted as "cpu,cpuacct" almost everywhere
         return cgroup_limits(super().limits(), os.path.join(d["memory"], "memory.limit_in_bytes"),
                              os.path.join(cpu, "cpu.cfs_quota_us"),
                              os.path.join(cpu, "cpu.cfs_period_us"))
@@ -100,6 +128,7 @@ class CgroupV1Probe(Probe):
     def close(self):
         self.counter.close()
         for r in (self.usage, self.usage_user, self.usage_sys, self.mem_stat, self.mem_peak,
-                  self.blkio, self.pids_peak):
+                  self.blkio, self.pids_peak, self.failcnt, self.oom_control, self.cpu_stat,
+                  self.pressure, self.runqueue):
             if r:
                 r.close()

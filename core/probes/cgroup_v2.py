@@ -1,16 +1,23 @@
-"""cgroup v2 probe: cpu.stat, memory.stat, memory.peak, io.stat, pids of the job's cgroup.
+"""cgroup v2 probe: cpu.stat, memory.stat, memory.peak, io.stat, pids of the job's cgroup,
+and why it waited: its pressure (PSI) and memory events.
 
 cpu.stat and cgroup.procs exist in every v2 cgroup; memory, io and pids files only where
-those controllers are enabled, so each is optional.
+those controllers are enabled, so each is optional. The pressure files exist wherever the
+kernel keeps PSI; where it does not, the run-queue wait of the job's threads stands in
+for CPU (probes/pressure.py).
 """
 import os
 
 from . import Probe
 from .cgroup import Counter, SteadyCpu, cgroup_limits
 from .files import keyed, reader
+from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
-_CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
-_MEM_KEYS = {b"anon", b"file", b"shmem"}
+_CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec", b"throttled_usec"}
+_MEM_KEYS = {b"anon", b"file", b"shmem", b"pgmajfault"}
+# memory.events key -> sample field
+_EVENTS = {b"max": "mem_limit_hits", b"high": "mem_high_hits", b"oom": "oom_events",
+           b"oom_kill": "oom_kills"}
 
 
 def parse_cpu_stat(data):
@@ -18,7 +25,10 @@ def parse_cpu_stat(data):
     total, user, system = s.get(b"usage_usec", 0), s.get(b"user_usec", 0), s.get(b"system_usec", 0)
     # usage_usec is the exact total; user/system give the split (as for v1)
     u = total * user / (user + system) if user + system else 0
-    return {"cpu_user_seconds": u / 1e6, "cpu_system_seconds": (total - u) / 1e6}
+    out = {"cpu_user_seconds": u / 1e6, "cpu_system_seconds": (total - u) / 1e6}
+    if b"throttled_usec" in s:    # only with the cpu controller (a quota can apply)
+        out["cpu_throttled_seconds"] = s[b"throttled_usec"] / 1e6
+    return out
 
 
 def parse_memory_stat(data):
@@ -27,8 +37,17 @@ def parse_memory_stat(data):
         return {}
     shmem = s.get(b"shmem", 0)
     # v2 "file" includes tmpfs/shm ("shmem"), which is not reclaimable cache
-    return {"mem_resident_bytes": s[b"anon"] + shmem,
-            "mem_cache_bytes": max(s.get(b"file", 0) - shmem, 0)}
+    out = {"mem_resident_bytes": s[b"anon"] + shmem,
+           "mem_cache_bytes": max(s.get(b"file", 0) - shmem, 0)}
+    if b"pgmajfault" in s:
+        out["mem_major_faults"] = s[b"pgmajfault"]
+    return out
+
+
+def parse_memory_events(data):
+    """memory.events -> {mem_limit_hits, mem_high_hits, oom_events, oom_kills}."""
+    s = keyed(data, set(_EVENTS))
+    return {_EVENTS[k]: v for k, v in s.items()}
 
 
 def parse_io_stat(data):
@@ -58,8 +77,12 @@ class CgroupV2Probe(Probe):
         self.io = reader(os.path.join(d, "io.stat"))
         self.pids_peak = reader(os.path.join(d, "pids.peak"))
         self.events = reader(os.path.join(d, "cgroup.events"))
+        self.mem_events = reader(os.path.join(d, "memory.events"))
         self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
         self.steady = SteadyCpu()
+        self.pressure = Pressure.open(d)
+        self.runqueue = None if self.pressure else RunQueue()
+        self.pressure_source = PSI if self.pressure else RUN_QUEUE
 
     def read(self, final=False):
         out = self.steady(parse_cpu_stat(self.cpu.read()))
@@ -71,6 +94,12 @@ class CgroupV2Probe(Probe):
             out["mem_swap_bytes"] = int(self.swap.read())
         if self.io:
             out.update(parse_io_stat(self.io.read()))
+        if self.mem_events:
+            out.update(parse_memory_events(self.mem_events.read()))
+        if self.pressure:
+            out.update(self.pressure.read())
+        else:
+            out["cpu_wait_seconds"] = self.runqueue.read(self.counter.tids())
         out["procs"], out["threads"] = self.counter.count()
         return out
 
@@ -92,6 +121,6 @@ class CgroupV2Probe(Probe):
     def close(self):
         self.counter.close()
         for r in (self.cpu, self.mem_stat, self.mem_peak, self.swap, self.io, self.pids_peak,
-                  self.events):
+                  self.events, self.mem_events, self.pressure, self.runqueue):
             if r:
                 r.close()

@@ -27,6 +27,7 @@ from .files import (PROC, TICK, ZOMBIE, io_fields, parse_io, parse_pss,  # noqa:
                     parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
                     read_once, reaped_io, stat_fields)
 from .lifetimes import Census, Life, now
+from .pressure import RUN_QUEUE, RunQueue, tree_waits
 from .pss import PSS_SHARE, Proc, PssBook
 
 NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes", "read_bytes",
@@ -36,6 +37,7 @@ NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes",
 
 class ProcfsProbe(Probe):
     method = "procfs"
+    pressure_source = RUN_QUEUE   # no cgroup, no PSI of the job's own
 
     def __init__(self, root, include_root=False, proc=PROC, command=None, pss_share=PSS_SHARE):
         """root: top of the tree; include_root: measure root too (always when root is not
@@ -62,6 +64,7 @@ class ProcfsProbe(Probe):
         except OSError:
             self.has_schedstat = False
         self.nopen = 0
+        self.runqueue = RunQueue(proc)
         if not os.path.isdir(self._dir(root)):
             raise OSError(f"{self._dir(root).decode()} not readable")
         # CONFIG_PROC_CHILDREN: walk down from the root instead of listing all of /proc
@@ -347,6 +350,8 @@ class ProcfsProbe(Probe):
         self.regrouped = set()   # (walks for pids() or alive() add to it till then)
         if mem is not None:
             out["mem_resident_bytes"], out["mem_cache_bytes"], out["mem_swap_bytes"] = mem
+        if self.has_schedstat:
+            out["cpu_wait_seconds"] = self.runqueue.update(tree_waits(self.procs, self.proc))
         if not self.include_root:
             # what jobmon (the root) reaped: exact CPU from the kernel, I/O from /proc/self/io
             ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -1,0 +1,187 @@
+"""Why a job waited: the kernel's pressure stall information (PSI) of the job's own cgroup,
+and where there is none, the run-queue wait of its threads.
+
+PSI (cgroup v2 `cpu.pressure`, `memory.pressure`, `io.pressure`) counts, in µs of wall
+time, how long at least one of the cgroup's tasks was stalled ("some") and how long all of
+its non-idle tasks were at once ("full"): exact, cumulative, three preads per sample. It
+exists for every cgroup of the v2 hierarchy, controllers or not, so on a hybrid host the
+controller-less v2 cgroup jobmon makes beside a job's v1 ones has it too. Where there is
+none (a scheduler's cgroup v1, procfs mode, a kernel booted without PSI: RHEL 8 needs
+`psi=1`), the closest exact figure for CPU is the run-queue wait the scheduler keeps for
+every thread (`/proc/<tid>/schedstat`, second field, ns): summed over the job's threads,
+each exited thread's last read kept. Standard library only.
+"""
+import os
+
+from .files import ZOMBIE, read_once, reader
+
+PSI_FILES = (("cpu", "cpu.pressure"), ("mem", "memory.pressure"), ("io", "io.pressure"))
+PSI = "psi"                # pressure_source: the job's cgroup's PSI
+RUN_QUEUE = "run-queue"    # pressure_source: its threads' run-queue wait (no PSI for it)
+
+
+def parse_pressure(data):
+    """A PSI file -> (some µs, full µs or None): each line's `total=`."""
+    some = full = None
+    for line in data.split(b"\n"):
+        kind, _, rest = line.partition(b" ")
+        i = rest.find(b"total=")
+        if i < 0:
+            continue
+        if kind == b"some":
+            some = int(rest[i + 6:])
+        elif kind == b"full":
+            full = int(rest[i + 6:])
+    return some, full
+
+
+def psi_state(proc="/proc"):
+    """"on" when the kernel keeps PSI, else "off": a kernel built without it, or booted
+    with it off (CONFIG_PSI_DEFAULT_DISABLED, RHEL 8: boot with psi=1), has no readable
+    /proc/pressure."""
+    try:
+        with open(os.path.join(proc, "pressure", "cpu"), "rb") as f:
+            return "on" if parse_pressure(f.read())[0] is not None else "off"
+    except OSError:
+        return "off"
+
+
+class Pressure:
+    """The PSI files of one cgroup directory, kept open; None from open() where the kernel
+    offers none there (no v2 cgroup, PSI off)."""
+
+    def __init__(self, readers):
+        self.readers = readers
+
+    @classmethod
+    def open(cls, d):
+        if not d:
+            return None
+        readers = [(name, reader(os.path.join(d, f))) for name, f in PSI_FILES]
+        if any(r is None for _n, r in readers):
+            for _n, r in readers:
+                if r is not None:
+                    r.close()
+            return None
+        try:   # a v2 cgroup whose pressure was turned off (cgroup.pressure 0) refuses reads
+            readers[0][1].read()
+        except OSError:
+            cls(readers).close()
+            return None
+        return cls(readers)
+
+    def read(self):
+        out = {}
+        for name, r in self.readers:
+            some, full = parse_pressure(r.read())
+            if some is not None:
+                out[f"{name}_pressure_seconds"] = some / 1e6
+            if full is not None and name != "cpu":
+                out[f"{name}_pressure_full_seconds"] = full / 1e6
+        return out
+
+    def close(self):
+        for _n, r in self.readers:
+            r.close()
+
+
+def run_delay(data):
+    """/proc/<tid>/schedstat -> ns the thread spent runnable, waiting for a CPU."""
+    return int(data.split(None, 2)[1])
+
+
+class RunQueue:
+    """Run-queue wait summed over a job's threads. A thread's schedstat stays open while it
+    lives (one pread a sample; up to `max_open` files, the rest opened each time); a
+    thread that is gone leaves its last value. So the figure is exact for the job's living
+    threads and a lower bound by what exited threads waited after their last read."""
+
+    def __init__(self, proc=b"/proc", max_open=1024):
+        self.proc = os.fsencode(proc)
+        self.max_open = max_open
+        self.threads = {}     # tid -> [fd or -1, last wait ns]
+        self.gone = 0         # ns waited by threads no longer there
+        self.nopen = 0
+
+    def read(self, tids):
+        """Seconds waited so far by the threads in `tids` and by those gone before."""
+        known, live, pread = self.threads, 0, os.pread
+        tids = set(tids)
+        for tid in [t for t in known if t not in tids]:
+            self._drop(tid)
+        for tid in tids:
+            t = known.get(tid)
+            try:
+                if t is None:
+                    t = known[tid] = [self._open(tid), 0]
+                data = pread(t[0], 64, 0) if t[0] >= 0 else self._read(tid)
+                t[1] = max(run_delay(data), t[1])
+            except (OSError, ValueError, IndexError):
+                if t is not None:
+                    self._drop(tid)
+                continue
+            live += t[1]
+        return (self.gone + live) / 1e9
+
+    def update(self, waits):
+        """The same from {tid: wait ns} read elsewhere (the procfs probe reads schedstat)."""
+        for tid in [t for t in self.threads if t not in waits]:
+            self._drop(tid)
+        live = 0
+        for tid, ns in waits.items():
+            t = self.threads.setdefault(tid, [-1, 0])
+            t[1] = max(ns, t[1])
+            live += t[1]
+        return (self.gone + live) / 1e9
+
+    def _path(self, tid):
+        return b"%s/%d/schedstat" % (self.proc, tid)
+
+    def _open(self, tid):
+        if self.nopen >= self.max_open:
+            return -1
+        fd = os.open(self._path(tid), os.O_RDONLY | os.O_CLOEXEC)
+        self.nopen += 1
+        return fd
+
+    def _read(self, tid):
+        with open(self._path(tid), "rb", buffering=0) as f:
+            return f.read(64)
+
+    def _drop(self, tid):
+        fd, ns = self.threads.pop(tid)
+        self.gone += ns
+        if fd >= 0:
+            os.close(fd)
+            self.nopen -= 1
+
+    def close(self):
+        for t in self.threads.values():
+            if t[0] >= 0:
+                os.close(t[0])
+                t[0] = -1
+        self.nopen = 0
+
+
+def thread_ids(proc, pid):
+    """The thread ids of a process (its task directory)."""
+    return [int(t) for t in os.listdir(b"%s/%d/task" % (os.fsencode(proc), pid))]
+
+
+def tree_waits(procs, proc=b"/proc"):
+    """{tid: run-queue wait ns} of the live processes of a procfs walk ({pid: Proc}): a
+    one-thread process's from the schedstat the walk read (it did not run since, or was
+    re-read); each thread's of the others."""
+    out = {}
+    for p in procs.values():
+        if p.state in ZOMBIE:
+            continue
+        if p.threads == 1 and p.sched:
+            out[p.pid] = run_delay(p.sched)
+            continue
+        try:
+            for tid in thread_ids(proc, p.pid):
+                out[tid] = run_delay(read_once(b"%s/%d/task/%d/schedstat" % (proc, p.pid, tid)))
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
