@@ -7,13 +7,9 @@ jobmon.efficiency, cfg the [report] section -- and returns one line or None.
 import math
 
 from .efficiency import BASIS_TEXT, sizing_peak
-from .printable import fixed
+from .printable import fixed, size
 
 GIB = 1 << 30
-
-
-def _gib(n):
-    return fixed(n / GIB, ".1f" if n < 100 * GIB else ".0f") + " GB"
 
 
 def _cores_used(s):
@@ -60,7 +56,7 @@ def memory_overrequested(s, cfg):
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
     if mem - ask < cfg["mem_min_waste_bytes"]:
         return None
-    return f"{name} {_gib(peak)} of {_gib(mem)} memory: ask for {_gib(ask)}"
+    return f"{name} {size(peak)} of {size(mem, True)} memory: ask for {size(ask, True)}"
 
 
 def memory_near_limit(s, cfg):
@@ -69,8 +65,8 @@ def memory_near_limit(s, cfg):
     if not mem or not peak or 100 * peak / mem < cfg["mem_near_limit_percent"]:
         return None
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
-    return (f"{name} {_gib(peak)} is {fixed(100 * peak / mem, '.0f')} % of its {_gib(mem)}: "
-            f"ask for {_gib(ask)} so it is not killed for memory")
+    return (f"{name} {size(peak)} is {fixed(100 * peak / mem, '.0f')} % of its "
+            f"{size(mem, True)}: ask for {size(ask, True)} so it is not killed for memory")
 
 
 def stalled(s, cfg):
@@ -87,7 +83,7 @@ def memory_leak(s, cfg):
     if not s.get("mem_rising"):
         return None
     rate = s.get("mem_growth_bytes_per_hour") or 0
-    return f"resident memory rose steadily (+{_gib(rate)} per hour): a leak?"
+    return f"resident memory rose steadily (+{size(rate)}/h): a leak?"
 
 
 def gpu_idle(s, cfg):

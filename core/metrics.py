@@ -243,7 +243,9 @@ SUMMARY_FIELDS = (
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
     ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),
     ("mem_growth_bytes_per_hour", "bytes/h",
-     "slope of the least-squares line through the sampled resident memory, up to its peak"),
+     "what resident memory grew by per hour in the run's second half: the median slope "
+     "between every two of its samples there (Theil-Sen, at most 64 samples kept evenly "
+     "spaced over the run), so the start-up and a drop at the end leave it be"),
     ("mem_rising", "count", "1 when resident memory rose steadily (a leak suspect): its peak "
      "came in the last fifth of the samples, and the line up to it fits them with R^2 >= 0.8 "
      "and rose by 25 % of its start over >= 10 samples"),

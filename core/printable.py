@@ -43,3 +43,30 @@ def fixed(value, spec=".2f"):
     if abs(value) >= LARGEST_FIXED:      # inf stays "inf"; NaN fails the test: "nan"
         return f"{value if abs(value) <= 1e308 else math.inf if value > 0 else -math.inf:.3g}"
     return format(value, spec)
+
+
+# The one unit policy for bytes: binary units with their IEC names (1 KiB = 1024 B), as
+# HTCondor and Slurm read memory requests (their "MB" and "GB" are MiB and GiB)
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def size(value, short=False):
+    """Bytes as people read them: "512 B", "7.9 MiB", "3.0 GiB"; short (a narrow column,
+    a request): at most 3 significant digits and no ".0", "7.9 MiB", "123 MiB", "3 GiB" (8
+    characters at most). A figure that is not a number (a forged field) as clean text, one
+    beyond any real one as fixed() gives it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return clean(value)
+    if not abs(value) < LARGEST_FIXED:   # a forged figure (or NaN): its 3 digits
+        return fixed(value) + " B"
+    v = float(value)
+    for unit in BYTE_UNITS:
+        if abs(v) < 1024 or unit == BYTE_UNITS[-1]:
+            break
+        v /= 1024
+    if unit == "B":
+        return f"{fixed(v, '.0f')} B"
+    if not short:
+        return f"{fixed(v, '.1f')} {unit}"
+    text = fixed(v, ".0f" if abs(v) >= 99.95 else ".1f")
+    return f"{text[:-2] if text.endswith('.0') else text} {unit}"

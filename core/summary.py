@@ -20,6 +20,12 @@ LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "
 # share of its start over at least this many samples
 IDLE_CORES = 0.01
 RISING_FIT, RISING_SHARE, RISING_SAMPLES = 0.8, 0.25, 10
+# the growth rate is the median slope between every two resident memory samples of the
+# run's second half (Theil-Sen), of at most this many kept evenly spaced over the run: the
+# start-up (a job loading its data) is left out and a drop at the end moves it little, so
+# a job flat once started reads ~0 however fast it got there, and a leak its rate; the
+# sampler keeps these few points only
+TREND_POINTS = 64
 
 
 class Fold:
@@ -31,7 +37,9 @@ class Fold:
         self.gpu_energy = None       # not in every sample: the last one seen
         self.cpu_idle = self.gpu_idle = 0
         self.mem_fit = None          # [x0, y0, n, sx, sy, sxx, syy, sxy, x] from (x0, y0)
-        self.fit_at_peak = None      # that fit when the footprint was at its peak
+        self.fit_at_peak = None      # that fit when resident memory was at its peak
+        self.trend = []              # (hours, bytes): every `trend_every`-th sample
+        self.trend_every, self.trend_seen = 1, 0
 
     def add(self, sample):
         self.samples += 1
@@ -58,6 +66,16 @@ class Fold:
             self.cpu_idle += 1
         if rss is not None and sample.get("elapsed_seconds") is not None:
             self._fit(sample["elapsed_seconds"] / 3600.0, rss)
+            self._thin(sample["elapsed_seconds"] / 3600.0, rss)
+
+    def _thin(self, x, y):
+        """Keep every trend_every-th point; past TREND_POINTS, every other one of those."""
+        if self.trend_seen % self.trend_every == 0:
+            self.trend.append((x, y))
+            if len(self.trend) > TREND_POINTS:
+                self.trend = self.trend[::2]
+                self.trend_every *= 2
+        self.trend_seen += 1
 
     def _fit(self, x, y):
         f = self.mem_fit
@@ -74,25 +92,39 @@ class Fold:
         if self.fit_at_peak is None or y >= self.fit_at_peak[9]:
             self.fit_at_peak = f + [y]   # the exit's teardown after the peak is left out
 
+    def growth(self):
+        """Bytes per hour that resident memory grew by in the run's second half: the median
+        of the slopes between every two kept points there (Theil-Sen); None with fewer
+        than 3."""
+        pts = self.trend[len(self.trend) // 2:]
+        slopes = sorted((b[1] - a[1]) / (b[0] - a[0]) for i, a in enumerate(pts)
+                        for b in pts[i + 1:] if b[0] > a[0])
+        if len(pts) < 3 or not slopes:
+            return None
+        mid = len(slopes) // 2
+        return round(slopes[mid] if len(slopes) % 2 else (slopes[mid - 1] + slopes[mid]) / 2, 1)
+
     def mem_trend(self):
-        """(growth in bytes per hour, 1 if it rose steadily else 0) of the footprint: the
-        least-squares line through its samples up to its peak; (None, 0) with fewer than 3."""
+        """(growth in bytes per hour, 1 if resident memory rose steadily else 0)."""
+        return self.growth(), int(self.rising())
+
+    def rising(self):
+        """A leak suspect: the least-squares line through the samples up to the peak (the
+        exit's teardown left out) fits them, rose enough, and the peak came late."""
         f, p = self.mem_fit, self.fit_at_peak
-        if f is None or p[2] < 3:
-            return None, 0
+        if f is None or p[2] < RISING_SAMPLES:
+            return False
         # a leak still rises at the end: the peak came in the last fifth of the samples
         late = p[2] >= 0.8 * f[2]
         _x0, y0, n, sx, sy, sxx, syy, sxy, last, _peak = p
         vx, vy, cov = n * sxx - sx * sx, n * syy - sy * sy, n * sxy - sx * sy
-        if vx <= 0:
-            return None, 0
+        if vx <= 0 or vy <= 0:
+            return False
         slope = cov / vx
-        fit = cov * cov / (vx * vy) if vy > 0 else 0.0
         start = y0 + (sy - slope * sx) / n     # the line at the first sample
         span = slope * last                   # what the line rose over the run
-        rising = (late and n >= RISING_SAMPLES and slope > 0 and fit >= RISING_FIT
-                  and span >= RISING_SHARE * max(start, 1 << 20))
-        return round(slope, 1), int(rising)
+        return (late and slope > 0 and cov * cov / (vx * vy) >= RISING_FIT
+                and span >= RISING_SHARE * max(start, 1 << 20))
 
     def totals(self, tasks_peak=None, procs_peak=None):
         """Summary fields that come from the samples. tasks_peak: the pids controller's

@@ -106,7 +106,7 @@ def test_the_peak_that_sizes_a_job_never_misses_a_spike_the_kernel_kept():
     assert figures["mem_efficiency_percent"] == 1.95 and figures["mem_sizing_basis"] == "kernel"
     adv = {a["rule"]: a["text"] for a in advise(dict(old, **figures), DEFAULT_CFG)}
     assert adv["memory_overrequested"] == \
-        "kernel peak (page cache incl.) 0.1 GB of 4.0 GB memory: ask for 0.5 GB"
+        "kernel peak (page cache incl.) 80.0 MiB of 4 GiB memory: ask for 512 MiB"
 
 
 def _fold(mem, cores=1.0, step=10.0):

@@ -35,6 +35,20 @@ def until(check, timeout=20):
     raise AssertionError("timed out")
 
 
+SIZE_UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+
+
+def cells(line):
+    """A `jobmon top` line's cells: a size and its unit ("96.0 MiB") are one cell."""
+    out = []
+    for word in line.split():
+        if word in SIZE_UNITS and out:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
 def job_lines(out, ids):
     return [line.split()[0] for line in out.splitlines() if line.split()[:1]
             and line.split()[0] in ids]
@@ -45,11 +59,11 @@ def figures(out):
     of its own with its figures on the next."""
     lines, got = out.splitlines(), {}
     for i, line in enumerate(lines):
-        cells = line.split()
-        if len(cells) == 1 and i + 1 < len(lines) and lines[i + 1].startswith(" "):
-            cells += lines[i + 1].split()
-        if len(cells) >= 8:
-            got[cells[0]] = {"cores": cells[2], "mem": cells[4], "eff": cells[5]}
+        row = cells(line)
+        if len(row) == 1 and i + 1 < len(lines) and lines[i + 1].startswith(" "):
+            row += cells(lines[i + 1])
+        if len(row) >= 8:
+            got[row[0]] = {"cores": row[2], "mem": row[4], "eff": row[5]}
     return got
 
 
@@ -87,10 +101,11 @@ def test_top_from_the_store_sorts_by_cpu_memory_and_efficiency(tmp_path):
                 return None
             fig = figures(out)
             try:
-                big = fig["holder"]["mem"].endswith("M") and float(fig["holder"]["mem"][:-1]) > 90
+                mem = fig["holder"]["mem"].split()
+                big = mem[1] == "MiB" and float(mem[0]) > 90
                 faster = float(fig["burner"]["cores"]) > float(fig["holder"]["cores"])
                 wasteful = percent_of(fig["holder"]["eff"]) < percent_of(fig["burner"]["eff"])
-            except (KeyError, ValueError):     # a job without its first figures yet
+            except (KeyError, ValueError, IndexError):   # no first figures yet
                 return None
             return out if big and faster and wasteful else None
         until(ready, timeout=60)
@@ -181,7 +196,7 @@ def test_top_and_watch_read_the_running_jobs_spool_files(spool_site):
             # before sh started both children: wait for a sample that has them (procs)
             out = jobmon("top", "--once", "--store=none", env=env).stdout
             line = next((x for x in out.splitlines() if x.startswith("4711.0")), "")
-            cols = line.split()
+            cols = cells(line)
             procs = cols[6] if len(cols) > 6 else ""
             return line if " 2.0 " in line and procs.isdigit() and int(procs) >= 2 else None
         line = until(ready)
@@ -214,7 +229,7 @@ def test_spool_reader_skips_lines_that_are_not_jobmon_line_protocol(spool_site):
         os.write(fd, (schema.job_line(job) + good + bad + "garbage\n").encode())
         out = jobmon("top", "--once", "--store=none", env=env).stdout
         line = next(x for x in out.splitlines() if x.startswith("forged"))
-        assert line.split()[2] == "1.50" and line.split()[6] == "3"   # not the bad line's 99
+        assert cells(line)[2] == "1.50" and cells(line)[6] == "3"   # not the bad line's 99
     finally:
         os.close(fd)
     assert "forged" not in jobmon("top", "--once", "--store=none", env=env).stdout

@@ -19,9 +19,10 @@ MiB = 1 << 20
 # interpreter's and libraries' pages it mapped (file-backed), which the kernel charged to
 # whoever read them first, so the resident peak is above the charged and kernel peaks
 SLEEPER = "import time; time.sleep(1.5)"
-# a spike between two samples: 160 MiB held for 0.2 s, 1 s after the first sample
-SPIKE = ("import time\ntime.sleep(0.6)\nx = bytearray(160 << 20)\nfor i in range(0, len(x), "
-         "4096): x[i] = 1\ntime.sleep(0.2)\ndel x\ntime.sleep(1.6)")
+# a spike between two samples: 160 MiB held for 0.2 s, 1.5 s after the first sample (at
+# 0.1 s; the next is the final one, with --interval=60)
+SPIKE = ("import time\ntime.sleep(1.5)\nx = bytearray(160 << 20)\nfor i in range(0, len(x), "
+         "4096): x[i] = 1\ntime.sleep(0.2)\ndel x\ntime.sleep(0.5)")
 
 
 def check_includes(rows):
@@ -95,7 +96,7 @@ def test_procfs_job_has_no_charged_figure(tmp_path):
     in the resident peak (the process's own mark), not in the sampled figures."""
     d = shared_tmpdir()
     store = os.path.join(d, "s.db")
-    r = jobmon_run(["--job-id=spiky", "--interval=1"], py(SPIKE), store=store,
+    r = jobmon_run(["--job-id=spiky", "--interval=60"], py(SPIKE), store=store,
                    user=TEST_USER)
     assert r.returncode == 0, r.stderr
     doc, rows, by, text, page = reports("spiky", store, tmp_path)

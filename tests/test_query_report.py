@@ -23,13 +23,13 @@ def rules(summary, **cfg):
 
 
 def test_the_issues_example_job():
-    """8 cores and 32 GB given, 1.2 cores and 3 GB used: ask for 2 cores and 4 GB."""
+    """8 cores and 32 GiB given, 1.2 cores and 3 GiB used: ask for 2 cores and 4 GiB."""
     s = {"wall_seconds": 3600, "cpu_user_seconds": 1.2 * 3600, "cpu_system_seconds": 0,
          "cores_allocated": 8, "cpu_efficiency_percent": 15.0,
          "mem_allocated_bytes": 32 * GIB, "rss_peak_bytes": 3 * GIB, "outcome": "goodput"}
     got = rules(s)
     assert got["cpu_underused"] == "used 1.2 of the 8 cores it was given (15 %): ask for 2 cores"
-    assert got["memory_overrequested"] == "resident peak 3.0 GB of 32.0 GB memory: ask for 4.0 GB"
+    assert got["memory_overrequested"] == "resident peak 3.0 GiB of 32 GiB memory: ask for 4 GiB"
     assert set(got) == {"cpu_underused", "memory_overrequested"}
     assert set(rules(s, disabled="cpu_underused, short_job")) == {"memory_overrequested"}
     # thresholds come from the config: at 10 % nothing is underused

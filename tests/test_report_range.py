@@ -106,8 +106,8 @@ def test_report_command_groups_and_rightsizes(filled):
     fit = batches[("batch", "fit")]
     # 1024 MiB + 10 % = 1126.4 MiB, exactly 1.1 GiB (0.1 GiB steps from 1 GiB)
     assert fit["tasks"] == 3 and fit["memory_bytes"] == int(1.1 * (1 << 30))
-    assert fit["advice"][0] == "request 1.1 GB: covers 100 % of the tasks' peaks " \
-                               "(requested 2 GB)"
+    assert fit["advice"][0] == "request 1.1 GiB: covers 100 % of the tasks' peaks " \
+                               "(requested 2 GiB)"
     assert batches[("array", "20")]["cores"] == 1
     by_acct = report(args, env, "--since=7d", "--by=account")
     assert {g["key"]: g["jobs"] for g in by_acct["groups"]} == {"physics": 3, "(none)": 3}
@@ -129,7 +129,7 @@ def test_csv_and_terminal_forms(filled):
                                                         PATH="/usr/bin:/bin"))
     assert r.returncode == 0, r.stderr
     assert "6 job runs" in r.stdout and "1 still running" in r.stdout
-    assert "request 1.1 GB: covers 100 % of the tasks' peaks" in r.stdout
+    assert "request 1.1 GiB: covers 100 % of the tasks' peaks" in r.stdout
     assert max(len(x) for x in r.stdout.splitlines()) <= 80
 
 

@@ -40,8 +40,8 @@ def test_round_memory_steps():
     assert rs.round_memory(2 * GiB) == 2 * GiB                 # exact stays
     assert rs.round_memory(int(20.2 * GiB)) == int(20.5 * GiB)
     assert rs.round_memory(int(120.2 * GiB)) == 121 * GiB
-    assert rs.memory_text(int(2.5 * GiB)) == "2.5 GB" and rs.memory_text(2 * GiB) == "2 GB"
-    assert rs.memory_text(384 * MiB) == "384 MB"
+    assert rs.memory_text(int(2.5 * GiB)) == "2.5 GiB" and rs.memory_text(2 * GiB) == "2 GiB"
+    assert rs.memory_text(384 * MiB) == "384 MiB"
 
 
 def test_array_suggestion_covers_99_percent_of_the_peaks():
@@ -55,7 +55,7 @@ def test_array_suggestion_covers_99_percent_of_the_peaks():
     assert (b["kind"], b["name"], b["tasks"]) == ("array", "9", 100)
     assert b["memory_bytes"] == int(2.5 * GiB) and b["memory_covers_percent"] == 99.0
     assert b["cores"] == 2 and b["cores_cover_percent"] == 99.0
-    assert b["advice"] == ["request 2.5 GB: covers 99 % of the tasks' peaks (requested 8 GB)",
+    assert b["advice"] == ["request 2.5 GiB: covers 99 % of the tasks' peaks (requested 8 GiB)",
                            "request 2 cores: covers 99 % of the tasks' average CPU use "
                            "(requested 4)"]
     assert b["peak_memory_bytes"]["max"] == 8 * GiB
@@ -92,7 +92,7 @@ def test_a_suggestion_equal_to_the_request_says_so():
     tags = {"request_cpus": "1", "request_memory": "128MiB"}
     records = [task(f"6_{i}", 100 * MiB, cpu=900.0, tags=tags) for i in range(3)]
     [b] = rs.rightsize(records)   # 110 MiB -> 128 MiB; 0.9 cores -> 1
-    assert b["advice"] == ["request 128 MB: covers 100 % of the tasks' peaks (as requested)",
+    assert b["advice"] == ["request 128 MiB: covers 100 % of the tasks' peaks (as requested)",
                            "request 1 core: covers 100 % of the tasks' average CPU use "
                            "(as requested)"]
 

@@ -10,6 +10,7 @@ process has been reaped, and its resident peak includes the kernel's high-water 
 so a spike between two samples still counts.
 """
 from . import disagreement, status_text, total
+from ..printable import size
 
 MiB = 1 << 20
 WRAPPER_RSS = 15 * MiB   # the wrapper's own resident memory, inside HTCondor's figure
@@ -71,7 +72,7 @@ def compare(summary, record):
         elif c > j + WRAPPER_RSS + tol:
             charged = summary.get("mem_peak_bytes")
             out.append(_row("memory_bytes", "bytes", j, c, REASONS["mem_high"].format(
-                charged=f"{charged / MiB:.0f} MiB" if charged else "not measured (procfs)")))
+                charged=size(charged) if charged else "not measured (procfs)")))
     j = summary.get("wall_seconds")
     c = record.execute_seconds if record.execute_seconds is not None else record.wall_seconds
     if j is not None and c is not None:

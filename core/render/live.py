@@ -6,13 +6,13 @@ gets a line of its own; the USER column is as wide as the longest name.
 """
 import datetime
 
-from ..printable import clean, fixed
+from ..printable import clean, fixed, size as _size
 
 WIDTH = 80
 BLOCKS = "▁▂▃▄▅▆▇█"
 # top: header, width, alignment (">" right); USER at least this wide, the job column
 # takes what is left
-TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 7, ">"),
+TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 8, ">"),
                ("EFF", 5, ">"), ("PROCS", 5, ">"), ("AGE", 7, ">"))
 JOB_MIN = 8
 
@@ -38,15 +38,8 @@ def sparkline(values, width=None, lo=0.0, hi=None):
 
 
 def size(n):
-    """Bytes in at most 6 characters: 512B, 12.3K, 1.2G."""
-    if n is None:
-        return "-"
-    v = float(n)
-    for unit in ("B", "K", "M", "G", "T", "P"):
-        if abs(v) < 1000 or unit == "P":
-            return fixed(v, ".0f" if unit == "B" or v >= 100 else ".1f") + unit
-        v /= 1024
-    return "-"
+    """Bytes in at most 8 characters: 512 B, 12.3 MiB, 1.2 GiB (jobmon.printable.size)."""
+    return "-" if n is None else _size(n, short=True)
 
 
 def duration(seconds):
@@ -113,10 +106,10 @@ def procs_table(record, title="top processes", width=WIDTH):
     when = f"over the last {duration(window)}" if window else "average over each life"
     lines = [cut(f"{title} (by CPU, then memory; CPU {when}; "
                  f"{record.get('procs', '?')} processes)", width),
-             f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>7}"]
+             f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>8}"]
     for g in record["top"]:
         lines.append(f"{cut(g.get('comm') or '?', 16):<16} {g.get('procs', 0):>5} "
-                     f"{number(g.get('cpu_cores')):>6} {size(g.get('rss_bytes')):>7}")
+                     f"{number(g.get('cpu_cores')):>6} {size(g.get('rss_bytes')):>8}")
         if g.get("cmdline"):
             lines.append("  " + cut(g["cmdline"], width - 2))
     return lines

@@ -3,7 +3,7 @@ and as JSON."""
 import json
 
 from ..printable import clean, fixed
-from .units import when
+from .units import human, when
 
 LABELS = {"validation": "validation", "decision_problem": "decision problem",
           "goodput": "goodput", "misconfiguration": "misconfiguration badput",
@@ -19,10 +19,6 @@ def to_json(model):
 
 def _when(ts):
     return "-" if ts is None else when(ts)
-
-
-def _gib(b):
-    return "-" if b is None else fixed(b / (1 << 30), ".1f") + " GiB"
 
 
 def _pct(part, whole):
@@ -43,9 +39,9 @@ def to_text(model):
     gpus = bool(r.get("gpus")) or prov["gpu_hours"] > 0
     out = [f"pilot {clean(model['pilot'])} on {clean(model.get('host') or '-')} as "
            f"{clean(model.get('user') or '-')}",
-           f"ran {_when(model['start'])} .. {_when(model['end'])} "
-           f"({fixed(model['wall_seconds'], '.1f')} s)",
-           f"held {r['cores']:g} cores, {_gib(r.get('memory_bytes'))}"
+           f"ran {_when(model['start'])} .. {_when(model['end'])}, "
+           f"{human(model['wall_seconds'], 's')}",
+           f"held {r['cores']:g} cores, {human(r.get('memory_bytes'), 'bytes')}"
            + (f", {r['gpus']:g} GPUs" if gpus else ""),
            f"validation end: {_when(model.get('validated_at'))} "
            f"({VALIDATION_NOTE.get(model['validation_source'], '')})", ""]

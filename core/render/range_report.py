@@ -8,10 +8,9 @@ import csv
 import io
 import json
 
-from ..printable import clean, fixed
+from ..printable import clean, fixed, size as _size
 from .units import when as _when
 
-GiB, MiB = 1 << 30, 1 << 20
 # CSV columns: a group's key and counts, its efficiency quantiles, its sums
 CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "suspects",
                "cpu_efficiency_p10", "cpu_efficiency_p50", "cpu_efficiency_p90",
@@ -63,9 +62,7 @@ def percents(dist):
 
 
 def size(nbytes):
-    if nbytes is None:
-        return "-"
-    return fixed(nbytes / GiB, ".1f") + "G" if nbytes >= GiB else fixed(nbytes / MiB, ".0f") + "M"
+    return "-" if nbytes is None else _size(nbytes, short=True)
 
 
 def allocated(row):
@@ -133,7 +130,7 @@ def _groups(model, console):
                   hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-",
                   str(g["suspects"]), style="bold" if g is model["total"] else None)
     console.print(t)
-    console.print("* canonical core-hours: 1 core + 2 GB each, whole units only (OSG)")
+    console.print("* canonical core-hours: 1 core + 2 GiB each, whole units only (OSG)")
 
 
 def _job_column(t, rows):

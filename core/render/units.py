@@ -1,7 +1,8 @@
 """Figures as people read them, the same in the terminal and on the HTML page."""
 import datetime
+import math
 
-from ..printable import LARGEST_FIXED, clean, fixed
+from ..printable import LARGEST_FIXED, clean, fixed, size
 
 LONGEST = datetime.timedelta.max.total_seconds()   # beyond it, no "(d days, h:mm:ss)"
 
@@ -19,30 +20,33 @@ def when(ts, fmt="%Y-%m-%d %H:%M:%S", none="-"):
 
 
 def number(value):
-    """A plain number, short: 3, 0.421, 12.35, 1234."""
+    """A plain number, short and never in exponent form: 3, 0.421, 12.35, 1234,
+    0.000005 (three significant digits below 1)."""
     a = abs(value)
     if a >= LARGEST_FIXED or value != value:
         return fixed(value)
     if isinstance(value, int) or float(value).is_integer():
         return str(int(value))
-    text = f"{value:.0f}" if a >= 100 else f"{value:.2f}" if a >= 1 else f"{value:.3g}"
-    return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
+    digits = 0 if a >= 100 else 2 if a >= 1 else 2 - math.floor(math.log10(a))
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+# units named in the singular for a figure of exactly one
+SINGULAR = {"units": "unit"}
 
 
 def human(value, unit=""):
-    """A figure as people read it (clean text, not markup-escaped)."""
+    """A figure as people read it (clean text, not markup-escaped); bytes in binary units
+    (jobmon.printable.size: the one unit policy)."""
     if value is None:
         return "–"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return clean(value)
     if unit == "bytes":
-        v = value
-        for u in ("B", "KiB", "MiB", "GiB", "TiB"):
-            if abs(v) < 1024 or u == "TiB":
-                return f"{fixed(v, '.0f')} {u}" if u == "B" else f"{fixed(v, '.1f')} {u}"
-            v /= 1024
+        return size(value)
     if unit in ("bytes/h", "bytes/s"):
-        return human(value, "bytes") + unit[5:]
+        return size(value) + unit[5:]
     if unit == "s":
         return f"{fixed(value)} s" if not 3600 <= value < LONGEST else \
             f"{value:.0f} s ({datetime.timedelta(seconds=round(value))})"
@@ -53,7 +57,7 @@ def human(value, unit=""):
     if unit == "cores":
         return f"{fixed(value)} cores"
     if unit and unit != "count":
-        return f"{number(value)} {unit}"
+        return f"{number(value)} {SINGULAR.get(unit, unit) if value == 1 else unit}"
     return number(value) if isinstance(value, float) else str(value)
 
 

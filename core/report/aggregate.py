@@ -11,7 +11,7 @@ Read side, standard library only.
 """
 import math
 
-from ..printable import fixed
+from ..printable import size
 from . import job_efficiency
 from .canonical import BADPUT, GOODPUT
 from .runs import job_runs
@@ -93,7 +93,7 @@ def suspicions(summary, figures, limits):
     if figures.get("mem_rising"):
         rate = figures.get("mem_growth_bytes_per_hour")
         out.append(("mem_rising", "memory rose steadily" + (
-            f" ({fixed(rate / (1 << 20), '.0f')} MiB/h)" if rate is not None else "")))
+            f" ({size(rate)}/h)" if rate is not None else "")))
     samples = summary.get("samples") or 0
 
     def many(idle):

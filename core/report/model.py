@@ -221,7 +221,7 @@ def efficiency_rows(e):
         (f"memory efficiency ({BASIS_TEXT.get(e.get('mem_sizing_basis'), 'peak')} / allocated)",
          e.get("mem_efficiency_percent"), "%"),
         ("GPUs allocated", e.get("gpus_allocated"), "count"),
-        ("canonical units held (1 core + 2 GB)", e.get("canonical_units"), "units"),
+        ("canonical units held (1 core + 2 GiB)", e.get("canonical_units"), "units"),
         ("core-hours allocated", e.get("provisioned_core_hours"), "core-h"),
         ("core-hours used", e.get("used_core_hours"), "core-h"),
         ("idle canonical core-hours", e.get("idle_canonical_core_hours"), "core-h"),

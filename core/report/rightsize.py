@@ -1,5 +1,5 @@
 """Right-sizing of job arrays and batches: the distribution of peak memory and CPU over a
-batch's tasks, and a concrete request that fits them ("request 2.5 GB: covers 99 % of the
+batch's tasks, and a concrete request that fits them ("request 2.5 GiB: covers 99 % of the
 tasks' peaks").
 
 A batch is the jobs one submission made, by one user:
@@ -19,7 +19,7 @@ import math
 import re
 
 from ..efficiency import RESIDENT, KERNEL, SAMPLED
-from ..printable import fixed
+from ..printable import size
 from . import job_efficiency
 from .aggregate import quantile
 from .runs import is_step
@@ -69,10 +69,8 @@ def round_memory(nbytes):
 
 
 def memory_text(nbytes):
-    """'2.5 GB' (GiB, as schedulers read GB) or '384 MB' (MiB) for a rounded request."""
-    if nbytes < GiB:
-        return fixed(nbytes / MiB, ".0f") + " MB"
-    return (fixed(nbytes / GiB, ".1f") + " GB").replace(".0 GB", " GB")
+    """'2.5 GiB', '2 GiB' or '384 MiB' for a rounded request."""
+    return size(nbytes, short=True)
 
 
 def _stats(values):

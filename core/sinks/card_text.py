@@ -7,19 +7,14 @@ jobmon.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
 from ..efficiency import BASIS_TEXT, signal_name, sizing_peak
-from ..printable import clean, fixed
+from ..printable import clean, fixed, size
 
-GIB, MIB = 1 << 30, 1 << 20
 MAX_LINES, MAX_COLUMNS = 8, 80
 PREFIX = "jobmon: "
 
 
 def _size(n):
-    if n is None:
-        return None
-    if n >= GIB:
-        return fixed(n / GIB, ".1f") + " GiB"
-    return fixed(n / MIB, ".0f") + " MiB" if n >= MIB else fixed(n / 1024, ".0f") + " KiB"
+    return None if n is None else size(n)
 
 
 def _duration(seconds):
@@ -87,7 +82,7 @@ def memory_line(s):
         eff = _num(s.get("mem_efficiency_percent"))
         eff = 100.0 * peak / given if eff is None else eff
         line += f" of {_size(given)} given ({fixed(eff, '.0f')} %)"
-        if asked and abs(asked - given) >= MIB:
+        if asked and abs(asked - given) >= 1 << 20:
             line += f", {_size(asked)} asked"
     elif asked:
         line += f" of {_size(asked)} asked"

@@ -95,7 +95,7 @@ def build():
         f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
         f'non_negative_derivative(last("rchar_bytes"), 1s) AS rchar_rate, '
         f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="Bps",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="binBps",
         description="read/write: storage; rchar/wchar: every read()/write()-like call."))
     p.append(timeseries(g, "Processes and threads", [target(
         f'SELECT max("procs") AS procs, max("threads") AS threads FROM "{SAMPLE}" '

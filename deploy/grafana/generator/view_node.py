@@ -39,7 +39,7 @@ def build():
         overrides=[unit_override("memory", "bytes")]))
     p.append(timeseries(g, "Storage writes by job (stacked)", [
         target(f'SELECT non_negative_derivative(last("write_bytes"), 1s) FROM "{SAMPLE}" '
-               f'WHERE {H} {PER_JOB}', alias="$tag_job $tag_run")], unit="Bps", stack=True))
+               f'WHERE {H} {PER_JOB}', alias="$tag_job $tag_run")], unit="binBps", stack=True))
     p.append(table(g, "Jobs that started on $host", [table_target(
         f'SELECT "wall_seconds", "cpu_cores_avg", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_sizing_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", '
