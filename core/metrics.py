@@ -216,7 +216,7 @@ SUMMARY_FIELDS = (
      "reconciled (cancelled, time limit, out of memory, held, removed, evicted, preempted, "
      "node failure: docs/accounting.md)"),
     ("outcome_reason", "text", "why: completed (exit code 0), failed (exit code N), killed "
-     "by SIGNAL; reconciled: the scheduler's end, e.g. cancelled (scancel) by uid 1001, held "
+     "by SIGNAL; reconciled: the scheduler's end, e.g. cancelled (scancel): by alice, held "
      "(code 12.2): ..., evicted (code 1013)"),
     ("outcome_cause", "text", "whose doing a badput run was (reconciled): user (its own "
      "failure, a limit it hit, its owner's removal), site (the node, the pilot, a "
@@ -235,8 +235,8 @@ SUMMARY_FIELDS = (
     ("scheduler_code", "", "HTCondor's HoldReasonCode of a held run, VacateReasonCode of an "
      "evicted one (reconciled)"),
     ("scheduler_subcode", "", "HTCondor's HoldReasonSubCode (reconciled)"),
-    ("cancelled_by", "text", "who ended the run, where the scheduler says (reconciled): Slurm's "
-     "uid in `CANCELLED by UID`"),
+    ("cancelled_by", "text", "who cancelled the run (reconciled): the user Slurm names "
+     "(sacct --json), or the uid of `CANCELLED by UID` (its text form)"),
     ("scheduler_user", "text", "whose job the scheduler says the run was (reconciled): Slurm's "
      "User, HTCondor's Owner"),
     ("cpu_idle_samples", "count",

@@ -124,7 +124,9 @@ class Session:
         s.update(sampler.fold.totals(tasks_peak, procs_peak))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))
-        s.update(cut_short=0, missing_seconds_max=_unread(self.job), reconciled=0)
+        # a scheduler's job waits for its record of the run (`jobmon reconcile`)
+        s.update(cut_short=0, missing_seconds_max=_unread(self.job),
+                 reconciled=int(self.job.get("scheduler") in (None, "local")))
         s["leftover_procs"], s["procs_killed_at_end"] = leftovers, killed
         s["interval_seconds"] = sampler.interval
         s.update(sampler.self_metrics())

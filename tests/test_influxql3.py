@@ -95,6 +95,7 @@ def store_calls(store):
         "samples": lambda: store.samples(record),
         "breakdowns": lambda: (store.breakdowns(record), store.breakdowns(record, last=3)),
         "job": lambda: store.job("4242", user="alice"),
+        "unreconciled": lambda: (store.unreconciled(), store.unreconciled(0.0, "wn1")),
     }
 
 
@@ -116,7 +117,7 @@ def test_every_query_jobmon_sends_runs_on_influxdb3(tmp_path):
         for argv in (["query", "--json", "4242"], ["query", "4242", "--user", "alice"],
                      ["list"], ["report", "--since", "30d", "--json"],
                      ["report", "4242", "--html", str(tmp_path / "r.html")],
-                     ["pilot", "4242", "--json"]):
+                     ["pilot", "4242", "--json"], ["reconcile", "--json"]):
             node.jobmon(*argv, check=False)
         sent = [r.params["q"] for r in server.queries()]
         assert {q.split('FROM "')[1].split('"')[0] for q in sent} >= {

@@ -19,6 +19,11 @@ class Source:
         Raises AccountingError when the source cannot be asked."""
         raise NotImplementedError
 
+    def lookup_many(self, job_ids):
+        """{job id: its records} for many jobs (`jobmon reconcile`); a source that can ask
+        for many in one call does so, this one asks for each."""
+        return {j: self.lookup(j) for j in job_ids}
+
 
 class AccountingError(Exception):
     pass

@@ -4,7 +4,7 @@ to the event that ended it (terminated, evicted, ...), read with htcondor2.JobEv
 """
 import re
 
-from .condor_history import KiB, MiB, NUMBERS, Record
+from .condor_history import KiB, MiB, NUMBERS, Record, wants
 
 USAGE = re.compile(r"Usr (\d+) (\d+):(\d+):(\d+), Sys (\d+) (\d+):(\d+):(\d+)")
 
@@ -19,13 +19,13 @@ def usage_seconds(text):
             float(d[4] * 86400 + d[5] * 3600 + d[6] * 60 + d[7]))
 
 
-def eventlog_records(path, cluster, proc=None):
-    """One record per run (execute event to eviction, termination, ...) of job
-    cluster[.proc] in a job event log."""
+def eventlog_records(path, wanted):
+    """One record per run (execute event to eviction, termination, ...) of the `wanted`
+    jobs ({cluster: a set of procs, or None for all}) in a job event log."""
     import htcondor2
     runs, last, out = {}, {}, []
     for ev in htcondor2.JobEventLog(path).events(stop_after=0):
-        if ev.cluster != cluster or proc not in (None, ev.proc):
+        if not wants(wanted, ev.cluster, ev.proc):
             continue
         key, t, e = (ev.cluster, ev.proc), int(ev.type), dict(ev.items())
         r = runs.get(key)

@@ -201,30 +201,39 @@ def split_records(lines):
         yield {}, "".join(chunk)   # a record still being written, or a file without banners
 
 
-def history_records(path, cluster, proc=None, source="history"):
-    """Records of job cluster[.proc] in one history or epoch file."""
+def wants(wanted, cluster, proc):
+    """Is job cluster.proc among `wanted` ({cluster: a set of procs, or None for all})?"""
+    procs = wanted.get(cluster, ())
+    return procs is None or proc in procs
+
+
+def history_records(path, wanted, source="history"):
+    """Records of the `wanted` jobs ({cluster: procs or None}) in one history or epoch
+    file: one pass, whatever their number."""
     import classad2
     out = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for banner, text in split_records(f):
-            if not _banner_may_match(banner, cluster, proc):
+            if not _banner_may_match(banner, wanted):
                 continue
             ad = classad2.parseOne(text, classad2.ParserType.Old)
-            if _int(ad, "ClusterId") == cluster and proc in (None, _int(ad, "ProcId")):
+            if wants(wanted, _int(ad, "ClusterId"), _int(ad, "ProcId")):
                 out.append(record_from_ad(ad, "epoch" if banner.get("epoch") else source,
                                           banner))
     return out
 
 
-def _banner_may_match(banner, cluster, proc):
+def _banner_may_match(banner, wanted):
     try:
-        if "ClusterId" in banner and int(banner["ClusterId"]) != cluster:
-            return False
-        if proc is not None and "ProcId" in banner and int(banner["ProcId"]) != proc:
-            return False
+        cluster = int(banner["ClusterId"]) if "ClusterId" in banner else None
+        proc = int(banner["ProcId"]) if "ProcId" in banner else None
     except ValueError:
-        pass
-    return True
+        return True
+    if cluster is None:
+        return True
+    if cluster not in wanted:
+        return False
+    return proc is None or wants(wanted, cluster, proc)
 
 
 # --- the source ---------------------------------------------------------------------------------
@@ -239,45 +248,65 @@ class CondorHistory(Source):
         """Every run of job_id HTCondor recorded, from every configured source, sorted by
         job, run and source (per-run sources first). Raises AccountingError when no source
         could be read, ValueError for an id that is not HTCondor's."""
-        cluster, proc, gid = parse_job_id(job_id)
-        out, errors = [], []
-        for what, fetch in self._fetchers():
+        return self.lookup_many([job_id], strict=True)[job_id]
+
+    def lookup_many(self, job_ids, strict=False):
+        """{job id: lookup(job id)} of many jobs, each source read once (a history file in
+        one pass, the schedd in one query). An id that is not HTCondor's has no records
+        (strict: ValueError)."""
+        asked, wanted = {}, {}
+        for j in job_ids:
             try:
-                out += fetch(cluster, proc)
+                asked[j] = cluster, proc, _gid = parse_job_id(str(j))
+            except ValueError:
+                if strict:
+                    raise
+                continue
+            if proc is None or wanted.get(cluster, ()) is None:
+                wanted[cluster] = None
+            else:
+                wanted.setdefault(cluster, set()).add(proc)
+        out, errors = [], []
+        for what, fetch in self._fetchers() if wanted else ():
+            try:
+                out += fetch(wanted)
             except Exception as e:   # bindings raise their own exception types
                 errors.append(f"{what}: {e}")
         if errors and not out:
             raise AccountingError("; ".join(errors))
-        if gid:
-            out = [r for r in out if r.global_job_id in (None, gid)]
-        return sorted(out, key=lambda r: (r.cluster or 0, r.proc or 0, r.run or 0,
-                                          SOURCE_ORDER.index(r.source)))
+        out.sort(key=lambda r: (r.cluster or 0, r.proc or 0, r.run or 0,
+                                SOURCE_ORDER.index(r.source)))
+        result = {j: [] for j in job_ids}
+        for j, (cluster, proc, gid) in asked.items():
+            result[j] = [r for r in out if r.cluster == cluster and proc in (None, r.proc)
+                         and (not gid or r.global_job_id in (None, gid))]
+        return result
 
     def _fetchers(self):
         if self.schedd:
             yield f"schedd {self.schedd}", self._from_schedd
         for path in self.history:
-            yield path, lambda c, p, path=path: history_records(path, c, p)
+            yield path, lambda w, path=path: history_records(path, w)
         for path in self.event_logs:
-            yield path, lambda c, p, path=path: _eventlog(path, c, p)
+            yield path, lambda w, path=path: _eventlog(path, w)
 
-    def _from_schedd(self, cluster, proc):
+    def _from_schedd(self, wanted):
         import htcondor2
         if self.schedd == "local":
             schedd = htcondor2.Schedd()
         else:
             ad = htcondor2.Collector().locate(htcondor2.DaemonType.Schedd, self.schedd)
             schedd = htcondor2.Schedd(ad)
-        constraint = f"ClusterId == {cluster}" + ("" if proc is None else f" && ProcId == {proc}")
+        constraint = f"member(ClusterId, {{{', '.join(map(str, sorted(wanted)))}}})"
         out = [record_from_ad(ad, "schedd") for ad in schedd.history(constraint)]
         out += [record_from_ad(ad, "epoch") for ad in schedd.jobEpochHistory(constraint)]
         out += [record_from_ad(ad, "queue") for ad in schedd.query(constraint)]
-        return out
+        return [r for r in out if wants(wanted, r.cluster, r.proc)]
 
 
-def _eventlog(path, cluster, proc):
+def _eventlog(path, wanted):
     from .condor_events import eventlog_records
-    return eventlog_records(path, cluster, proc)
+    return eventlog_records(path, wanted)
 
 
 def source(cfg, schedd=None, history=None, event_log=None):

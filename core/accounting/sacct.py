@@ -170,21 +170,39 @@ class SacctSource(Source):
                 raise AccountingError(f"{self.sacct} --helpformat lists no JobID")
         return self._fields
 
+    # job ids per sacct call of lookup_many (its command line stays a few KiB)
+    MANY = 400
+
     def lookup(self, job_id):
         job_id = str(job_id).strip()
         if not re.fullmatch(r"\d+([_+]\d+)?", job_id):
             raise AccountingError(f"not a Slurm job id: {job_id!r} (12345, 12345_7, 12345+1)")
+        return self._records(job_id)
+
+    def _records(self, ids):
+        """Every record of the jobs `ids` (comma-separated) names."""
         if self.mode in ("auto", "json"):
             try:
-                doc = json.loads(self._run("--json", "-D", "-j", job_id))
-                return self._exit_codes(records_from_json(doc), job_id)
+                doc = json.loads(self._run("--json", "-D", "-j", ids))
+                return self._exit_codes(records_from_json(doc), ids)
             except (AccountingError, ValueError):
                 if self.mode == "json":
                     raise
         fields = self.fields()
         text = self._run("-P", "-n", "-D", "--noconvert", f"--delimiter={DELIMITER}",
-                         "-o", ",".join(fields), "-j", job_id)
+                         "-o", ",".join(fields), "-j", ids)
         return records_from_text(text, fields)
+
+    def lookup_many(self, job_ids):
+        """One sacct call per MANY ids; an id that is not Slurm's has no records."""
+        ids = sorted({str(j).strip() for j in job_ids})
+        out = {j: [] for j in ids}
+        valid = [j for j in ids if re.fullmatch(r"\d+([_+]\d+)?", j)]
+        for i in range(0, len(valid), self.MANY):
+            for r in self._records(",".join(valid[i:i + self.MANY])):
+                if r.job in out:
+                    out[r.job].append(r)
+        return out
 
 
 def source(cfg=None, env=None):

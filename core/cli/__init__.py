@@ -67,3 +67,4 @@ live.register(app)
 from . import pilot; pilot.register(app)  # noqa: E402,E702
 from . import serve; serve.register(app)  # noqa: E402,E702
 from . import doctor; doctor.register(app)  # noqa: E402,E702
+from . import reconcile; reconcile.register(app)  # noqa: E402,E702

@@ -24,8 +24,11 @@ def register(app):
         from ..render import pilot as render
         from ..report.pilot_records import PilotNotFound, pilot_account
         from .query import argv_text, open_store
+        from .reconcile import for_reader
+        st = open_store(store)
         try:
-            model = pilot_account(open_store(store), argv_text(pilot_id), validated_at)
+            model = pilot_account(st, argv_text(pilot_id), validated_at,
+                                  lambda recs: for_reader(st, recs))
         except (PilotNotFound, ValueError) as e:
             typer.echo(f"jobmon: {e}", err=True)
             raise typer.Exit(1)

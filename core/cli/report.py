@@ -73,13 +73,16 @@ def register(app):
         top: int = typer.Option(10, metavar="N", help="Top wasters and batches shown."),
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
                                        help="With JOBID: show what HTCondor or Slurm recorded "
-                                       "beside jobmon's figures (condor_history, sacct)."),
+                                       "beside jobmon's figures (condor_history, sacct); "
+                                       "without: settle the outcomes of runs `jobmon "
+                                       "reconcile` has not settled yet with theirs."),
     ):
         """A job's HTML page (`jobmon report JOBID --html FILE`), or, without JOBID, jobs
         over a time range: efficiency, idle canonical core-hours, suspects, right-sizing."""
         if job_id is None:
             from .report_range import report_range
-            return report_range(since, until, by, user, as_json, as_csv, top, store)
+            return report_range(since, until, by, user, as_json, as_csv, top, store,
+                                scheduler)
         if html is None:
             raise typer.BadParameter("the report of one job is a page: give --html FILE "
                                      "(for the terminal: jobmon query JOBID)",

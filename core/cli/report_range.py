@@ -47,7 +47,7 @@ def limits():
 
 
 def report_range(since="7d", until=None, by="user", user=None, as_json=False, as_csv=False,
-                 top=10, store=None):
+                 top=10, store=None, scheduler=True):
     from ..render import range_report
     from ..report import aggregate, rightsize
     from .query import argv_text, open_store
@@ -64,7 +64,9 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
                                  param_hint="--until")
     lim = dict(limits(), top=top)
     from ..report.job_efficiency import INPUTS
-    records = open_store(store).summaries(t0, t1, argv_text(user), fields=INPUTS)
+    from .reconcile import for_reader
+    st = open_store(store)
+    records = for_reader(st, st.summaries(t0, t1, argv_text(user), fields=INPUTS), scheduler)
     model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim)
     model["batches"] = rightsize.rightsize(records, lim, top)
     if as_json:

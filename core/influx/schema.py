@@ -134,6 +134,19 @@ def job_line(job, summary=None, lost_points=0, tags=None):
     return lp.point(JOB, tags or job_tags(job), values, _ns(job["start_time"]))
 
 
+def correction_line(point, summary):
+    """A job point's correction (`jobmon reconcile`): the summary's fields, at the series
+    (every tag as stored) and time of the point they correct -- InfluxDB merges them into
+    it, a field written again replacing its value. point: the store's "_point"."""
+    tags = {k: point[k] for k in ALL_TAGS if point.get(k) not in (None, "")}
+    values = {k: summary.get(k) for k in _SUMMARY_VALUES}
+    for k in _SUMMARY_TEXTS:
+        if values[k] is not None:
+            values[k] = str(values[k])[:256]
+    values["ended"] = 1
+    return lp.point(JOB, tags, values, int(point["time"]))
+
+
 def _method(name):
     return str(name or "")[:64]
 

@@ -261,8 +261,9 @@ def run_end(summary=None, record=None, run=None, job_starts=None):
     why = {"held": "hold_reason", "removed": "remove_reason", "evicted": "vacate_reason",
            "idle": "vacate_reason"}.get(name)
     reason = r.get(why) if why else None
-    if name == "cancelled" and r.get("cancelled_by"):   # Slurm: CANCELLED by <uid>
-        reason = f"by uid {r['cancelled_by']}"
+    who = str(r.get("cancelled_by") or "")
+    if name == "cancelled" and who:   # Slurm: CANCELLED by <uid> (text), by <user> (JSON)
+        reason = f"by uid {who}" if who.isdigit() else f"by {who}"
     return RunEnd(exit_code=src.get("exit_code"), signal=src.get("signal"), state=state,
                   hold_code=r.get("hold_code"), hold_subcode=r.get("hold_subcode"),
                   vacate_code=r.get("vacate_code"), reason=reason, run=run,

@@ -34,10 +34,12 @@ _ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "RequestMe
                     "request_memory", "MemoryProvisioned", "RequestGPUs", "request_gpus",
                     "GPUsProvisioned")
 _allocations = {}
-# the summary fields efficiency_of, the aggregate and the right-sizing read
+# the summary fields efficiency_of, the aggregate and the right-sizing read, and those the
+# reconciliation of a run's outcome reads (jobmon.report.reconcile)
 INPUTS = ("start_time", "end_time", "exit_code", "signal", "wall_seconds", "cpu_user_seconds",
           "cpu_system_seconds", "rss_peak_bytes", "mem_peak_bytes", "gpu_count",
-          "gpu_util_avg_percent", "samples") + STORED
+          "gpu_util_avg_percent", "samples", "reconciled", "scheduler_state", "outcome_cause",
+          "cut_short") + STORED
 
 
 def figures_of(record):

@@ -10,7 +10,8 @@ pilot's allocation (alloc_cpus, alloc_mem_bytes, alloc_gpus) is read as well.
 
 The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it out.
 """
-from .canonical import Resources, classify, resources_from_condor, run_end
+from .canonical import (NO_CAUSE, Classification, Resources, classify, resources_from_condor,
+                        run_end)
 from .pilot import CATEGORIES, Payload, Pilot, account
 from .runs import is_step
 
@@ -81,6 +82,17 @@ def _hours(h):
     return {"core_hours": h.core_hours, "gpu_hours": h.gpu_hours}
 
 
+def ending_of(summary, run=None):
+    """How a payload's run ended: the scheduler's end where it was reconciled (`jobmon
+    reconcile` stored it), else from its exit status."""
+    s = summary or {}
+    if s.get("reconciled") and s.get("scheduler_state") not in (None, "", "none") \
+            and s.get("outcome"):
+        return Classification(s["outcome"], s.get("outcome_cause") or NO_CAUSE,
+                              s.get("outcome_reason") or "")
+    return classify(run_end(s, run=run))
+
+
 def build(pilot_rec, payload_recs, given_validated=None, default_resources=None):
     """The model of one pilot: its partition and each payload's place in it."""
     s = pilot_rec.get("summary") or {}
@@ -98,7 +110,7 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None)
     payloads, rows = [], []
     for r in payload_recs:
         ps = r.get("summary") or {}
-        ended = classify(run_end(ps, run=r.get("run")))
+        ended = ending_of(ps, r.get("run"))
         res = resources(r.get("tags")) or Resources(cores=0.0)
         name = str(r.get("job")) + (f" run {r['run']}" if r.get("run") else "")
         payloads.append(Payload(start=r.get("start_time"), end=ps.get("end_time"),
@@ -126,8 +138,9 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None)
     }
 
 
-def pilot_account(store, pilot_id, given_validated=None):
-    """The model of the pilot stored under `pilot_id` (its latest record)."""
+def pilot_account(store, pilot_id, given_validated=None, settle=None):
+    """The model of the pilot stored under `pilot_id` (its latest record). settle(records):
+    the payloads' records with their reconciliation applied (jobmon.cli.reconcile)."""
     from ..stores.ids import JobRef
     recs = store.records(JobRef(pilot_id, [pilot_id]))   # that id exactly, as it is stored
     if not recs:
@@ -135,4 +148,5 @@ def pilot_account(store, pilot_id, given_validated=None):
     rec = recs[0]   # newest first
     s = rec.get("summary") or {}
     start, end = rec.get("start_time") or 0, s.get("end_time") or float("inf")
-    return build(rec, payload_records(store, pilot_id, start, end), given_validated)
+    payloads = payload_records(store, pilot_id, start, end)
+    return build(rec, settle(payloads) if settle else payloads, given_validated)

@@ -15,7 +15,7 @@ NOT_YET = {"htcondor": "HTCondor writes a job's history when it leaves the queue
            "slurm": "sacct lists a job a few seconds after it ends (slurmdbd)"}
 
 
-def _pick(scheduler, records, job, run):
+def pick(scheduler, records, job, run):
     """The record of this run (run None: the latest) of `job`."""
     run = int(run) if str(run or "").isdigit() else None
     if scheduler == "htcondor":   # a per-run source (epoch, event log) before the job's ad
@@ -51,7 +51,7 @@ def ends(scheduler, records, job):
     """{run: the record of that run (Record.as_dict())} of every run of `job` the
     scheduler recorded."""
     runs = {r.run for r in records if r.job == job and r.run is not None}
-    return {str(n): _pick(scheduler, records, job, n).as_dict() for n in sorted(runs)}
+    return {str(n): pick(scheduler, records, job, n).as_dict() for n in sorted(runs)}
 
 
 def figures(scheduler, r):
@@ -116,7 +116,7 @@ def record_of(header, summary, cfg, source=None):
     except accounting.AccountingError as e:
         out["note"] = f"{name}'s accounting: {e}"
         return out
-    rec = _pick(scheduler, records, header["job"], header.get("run"))
+    rec = pick(scheduler, records, header["job"], header.get("run"))
     if rec is None:
         out["note"] = f"{name} has no record of this job yet ({NOT_YET[scheduler]})"
         return out

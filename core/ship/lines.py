@@ -190,9 +190,9 @@ class LineReader:
 
     def end_marker(self, sf):
         """For a job whose end point never came (sampler killed, disk full): (its job
-        point again with `ended=1`, from the file's first line, checked again; the job's
-        key), so the job does not look as if it still ran. None when the file does not
-        start with a job point."""
+        point again with `ended=1` and `reconciled=0`, from the file's first line, checked
+        again; the job's key), so the job does not look as if it still ran. None when the
+        file does not start with a job point."""
         head = os.pread(sf.fd, schema.MAX_LINE_BYTES + 1, 0)
         line = head[:head.find(b"\n") + 1]
         if not line.startswith(_JOB + b",") or self.checker.first_bad(line) is not None:
@@ -200,7 +200,8 @@ class LineReader:
         trusted = sf.st.st_uid in self.trusted and b",user=" in line
         line = grammar.without_tags(line, _NODE_TAG_NAMES if trusted else _SHIPPER_TAG_NAMES)
         m = grammar.PARTS.fullmatch(line)
-        marker = m.group(1) + m.group(2) + b" ended=1i" + line[line.rindex(b" "):]
+        # reconciled=0: `jobmon reconcile` folds the job's samples into it
+        marker = m.group(1) + m.group(2) + b" ended=1i,reconciled=0i" + line[line.rindex(b" "):]
         return self.stamp(marker, sf.owner, trusted)[0], job_key(sf.owner, line)
 
 

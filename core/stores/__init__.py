@@ -32,6 +32,12 @@ class Store:
         """One record's samples, in time order."""
         raise NotImplementedError
 
+    def unreconciled(self, since=None, host=None):
+        """The records `jobmon reconcile` has yet to settle, started at or after `since`,
+        of `host` where the store holds several nodes' (None: all), oldest first: job
+        dicts as records() gives them, summary None where there is no end-of-job record."""
+        raise NotImplementedError
+
     def breakdowns(self, record, last=None):
         """One record's per-process breakdowns, in time order (the `last` ones only, when
         given); [] where the store has none."""

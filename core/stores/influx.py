@@ -133,9 +133,7 @@ class InfluxStore(Store):
                          f'WHERE {where} ORDER BY time DESC')
         out = []
         for row in rows:
-            info = schema.job_from_row(row)
-            info["_point"] = {k: row.get(k) for k in ("time",) + schema.SHIPPER_TAGS
-                              + schema.JOB_TAGS}
+            info = _record(row)
             if ref.matches(info):
                 out.append(info)
         return out
@@ -164,14 +162,29 @@ class InfluxStore(Store):
         while True:
             rows = self.rows(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time '
                              f'LIMIT {self.PAGE_ROWS} OFFSET {offset}')
-            for row in rows:
-                info = schema.job_from_row(row)
-                info["cluster"] = row.get("cluster")   # the pool, as the shipper names it
-                info["_point"] = {k: row.get(k) for k in ("time",) + schema.SHIPPER_TAGS
-                                  + schema.JOB_TAGS}
-                out.append(info)
+            out += [_record(row) for row in rows]
             if len(rows) < self.PAGE_ROWS:   # jobs started at the same time: by id
                 return sorted(out, key=lambda r: (r["_point"]["time"], r["job"] or ""))
+            offset += len(rows)
+
+    def unreconciled(self, since=None, host=None):
+        """Job points not reconciled yet (`jobmon reconcile`: every end-of-job point, and
+        the shipper's mark for a run whose end-of-job record never came, has
+        "reconciled" = 0), of `host` (None: every host), started at or after `since`,
+        oldest first."""
+        where = ['"reconciled" = 0']
+        if host:
+            where.append(f'"host"::tag = {tag_literal(host)}')
+        if since is not None:
+            where.append(f"time >= {int(since * 1e9)}")
+        out, offset = [], 0
+        while True:
+            rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
+                             f'WHERE {" AND ".join(where)} ORDER BY time '
+                             f'LIMIT {self.PAGE_ROWS} OFFSET {offset}')
+            out += [_record(row) for row in rows]
+            if len(rows) < self.PAGE_ROWS:
+                return out
             offset += len(rows)
 
     def breakdowns(self, record, last=None):
@@ -198,3 +211,12 @@ class InfluxStore(Store):
                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
                          f'ORDER BY time', self.samples_database)  # the start is µs-rounded
         return [schema.sample_from_row(r) for r in rows]
+
+
+def _record(row):
+    """A job dict from a job point's row, with where it is ("_point": its time and every
+    tag as stored, the series key a correction writes to)."""
+    info = schema.job_from_row(row)
+    info["cluster"] = row.get("cluster")   # the pool, as the shipper names it
+    info["_point"] = {k: row.get(k) for k in ("time",) + schema.ALL_TAGS}
+    return info

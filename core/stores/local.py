@@ -134,6 +134,30 @@ class LocalStore(Sink, Store):
                                (host, host))
         return [_info(i, s, run) for run, i, s in rows]
 
+    def unreconciled(self, since=None, host=None):
+        """Records not reconciled yet (`jobmon reconcile`: docs/accounting.md) or without
+        an end-of-job record (running, or their sampler died), started at or after
+        `since` (None: any time), oldest first. host: ignored (an embedded store is its
+        writers')."""
+        try:
+            rows = self.db.execute(
+                "SELECT id, info, summary FROM runs WHERE (summary IS NULL OR "
+                "json_extract(summary, '$.reconciled') IS NOT 1) AND (? IS NULL OR "
+                "start_time >= ?) ORDER BY start_time, id", (since, since)).fetchall()
+        except sqlite3.OperationalError:   # an SQLite without JSON functions: filtered here
+            rows = self.db.execute("SELECT id, info, summary FROM runs WHERE ? IS NULL OR "
+                                   "start_time >= ? ORDER BY start_time, id", (since, since))
+        out = [_info(i, s, run) for run, i, s in rows]
+        return [r for r in out if not (r["summary"] or {}).get("reconciled")]
+
+    def correct(self, writes):
+        """Put reconciled summaries in place of what their records had (`jobmon
+        reconcile`): [(record, summary)], in one transaction."""
+        with self.db:
+            self.db.executemany("UPDATE runs SET summary = ?, end_time = ? WHERE id = ?",
+                                [(dumps(s), s.get("end_time"), rec["_row"])
+                                 for rec, s in writes])
+
     def last_samples(self, record, last):
         """The `last` samples of one record, in time order."""
         rows = self.db.execute("SELECT data FROM samples WHERE run = ? ORDER BY time DESC "
