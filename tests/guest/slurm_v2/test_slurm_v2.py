@@ -18,6 +18,7 @@ from jobmon.accounting import sacct
 from slurm import Cluster, have_slurm
 from slurm_site import JobmonSite
 from test_slurm_accuracy import WORKLOADS
+from test_slurm_ends import LEAVES_DAEMONS, SPIKE_TASK
 
 # seconds per Python process whose exit its own accounting misses: 0.25-0.35 s on a quiet
 # host, up to 0.5 s when the host is busy (the guest's clock is the host's)
@@ -49,6 +50,8 @@ def v2():
     # sampler reads one is recorded under its raw id (docs/slurm.md, Limits)
     ids["array"] = c.submit("sleep 5\n", array="0-1")
     ids["true"] = c.submit("true\n")
+    ids["spikes"] = c.submit(SPIKE_TASK, array="0-2", mem="400M", output="slurm-%A_%a.out")
+    ids["leaves"] = c.submit(LEAVES_DAEMONS)
     done = {}
     try:
         for name, jid in ids.items():
@@ -121,3 +124,42 @@ def test_v2_steps_arrays_short_jobs(v2):
     [short] = record(c, site, ids["true"])
     assert short.job_tags["measured"] in ("job-cgroup", "job-cgroup-last-read", "none")
     assert site.warnings_text() == "", site.warnings_text()
+
+
+def test_v2_spikes_between_samples_sized_by_the_kernel_peak(v2):
+    """An array whose tasks hold 40-100 MiB for 0.3 s (as on the v1 host,
+    tests/test_slurm_ends.py): each record is sized by memory.peak, never below the task's
+    own footprint at its peak, and right-sizing covers every task."""
+    from jobmon.report.rightsize import rightsize
+    c, site, ids, _done = v2
+    jid, truth, records = ids["spikes"], {}, []
+    for task in range(3):
+        job = f"{jid}_{task}"
+        [rec] = record(c, site, job)
+        truth[job] = json.loads(c.output(job).strip().splitlines()[-1])["peak"]
+        s = rec.summary
+        print(f"{job}: truth {truth[job] >> 20} MiB, memory.peak {s['mem_peak_bytes'] >> 20} "
+              f"MiB, sampled footprint {s['rss_peak_bytes'] >> 20} MiB")
+        assert s["mem_sizing_basis"] == "kernel" and s["method"] == "cgroup-v2", s
+        assert s["mem_sizing_peak_bytes"] == s["mem_peak_bytes"] >= truth[job], (job, s)
+        records.append({"job": job, "user": rec.job_tags.get("user"), "scheduler": "slurm",
+                        "tags": rec.job_tags, "summary": s})
+    [batch] = rightsize(records)
+    print(batch["advice"][0])
+    assert batch["peak_basis"] == "kernel" and batch["tasks"] == 3
+    assert all(t <= batch["memory_bytes"] for t in truth.values()), (batch, truth)
+
+
+def test_v2_processes_killed_at_the_end(v2):
+    """A batch script and an srun step each leave a daemon, which Slurm kills when their
+    tasks end. The guest's kernel (6.1) gives no exit status through a pidfd: what the
+    sampler counts is what it saw still running, never more than was killed (an emulated
+    sampler may wake after slurmstepd's kill: docs/slurm.md)."""
+    c, site, ids, _done = v2
+    [rec] = record(c, site, ids["leaves"])
+    s = rec.summary
+    print(f"leftover_procs {s['leftover_procs']}, procs_killed_at_end {s['procs_killed_at_end']}"
+          f" of 2")
+    assert (s["exit_code"], s.get("signal")) == (0, None)
+    assert s["procs_killed_at_end"] is not None and 0 <= s["procs_killed_at_end"] <= 2, s
+    assert s["leftover_procs"] == s["procs_killed_at_end"], s
