@@ -15,7 +15,8 @@ SAMPLE_FIELDS = (
     ("mem_resident_bytes", "bytes", "gauge",
      "resident memory: anonymous + shared memory (tmpfs/shm). cgroup: memory.stat; procfs: "
      "sum of Pss_Anon + Pss_Shmem, so pages shared by forked workers count once (PSS re-read "
-     "within a CPU budget, carried forward from RSS and faults in between)"),
+     "within a CPU budget and 128 MiB of page tables walked per sample, carried forward from "
+     "RSS and faults in between; a process larger than that: the pages it faulted in)"),
     ("mem_cache_bytes", "bytes", "gauge",
      "page cache: file pages charged to the job's cgroup (procfs: file pages mapped by the job, "
      "Pss_File), reclaimable by the kernel"),

@@ -21,7 +21,10 @@ from helpers import fixture
 TREE_ROOT, ZOMBIE, GRANDCHILD = 25010, 25016, 25018
 TREE = {"cpu_user_seconds": 0.18, "cpu_system_seconds": 0.34, "procs": 5, "threads": 8,
         "rchar_bytes": 802662, "wchar_bytes": 1048604, "read_bytes": 0, "write_bytes": 1056768,
-        "mem_resident_bytes": 33536000, "mem_cache_bytes": 1533952, "mem_swap_bytes": 0}
+        "mem_resident_bytes": 33536000, "mem_cache_bytes": 1533952, "mem_swap_bytes": 0,
+        # run-queue waits (schedstat) of the live one-thread processes (the 4-thread child's
+        # threads have no schedstat recorded)
+        "cpu_wait_seconds": 0.320431233}
 
 
 @pytest.fixture
@@ -189,6 +192,39 @@ def test_pool_of_forked_workers_estimated_within_10_percent():
         est = out["mem_resident_bytes"] + out["mem_cache_bytes"]
         truth = exact_pss(probe.pids())
         assert abs(est - truth) <= 0.1 * truth, (est, truth)
+        probe.close()
+    finally:
+        stop(p)
+
+
+BIG = r"""
+import os, sys, time
+heap = bytearray(int(sys.argv[1]) << 20)
+for i in range(0, len(heap), 4096):
+    heap[i] = 1
+os.posix_spawn("/bin/sleep", ["sleep", "60"], os.environ)   # a small one beside it
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_process_too_large_to_walk_is_never_walked():
+    """A page-table walk holds the process's mmap lock (~10-25 ms per GB): one larger than a
+    sample may walk (PSS_WALK_BYTES) is counted from its own counters, never walked; its
+    small child (a fork would share its pages, and be as large) is walked."""
+    from jobmon.probes.pss import PSS_WALK_BYTES
+    mib = (PSS_WALK_BYTES >> 20) + 64
+    p = subprocess.Popen([sys.executable, "-c", BIG, str(mib)], stdout=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == b"up\n"
+        probe = ProcfsProbe(p.pid)
+        for _ in range(3):
+            out = probe.read()
+            time.sleep(0.2)
+        big, small = probe.procs[p.pid], [q for q in probe.procs.values() if q.pid != p.pid][0]
+        assert big.pss_at is None and small.pss_at is not None
+        assert mib << 20 <= out["mem_resident_bytes"] <= (mib + 64) << 20, out
         probe.close()
     finally:
         stop(p)

@@ -78,23 +78,24 @@ class Census:
         births = list(born) + self.reaped
         old_births, old_gone = self.before
         self.ended, self.reaped, self.before, self.last = [], [], (births, gone), moment
-        if not births and not old_births:
-            # nothing new: every one existed at `moment`, and no moment since the last walk
-            # can have had more (processes only went)
-            self.peak = max(self.peak, len(tree))
-            return self.peak
-        new = {id(p) for p in born}
-        lives = [(proven_from(p), p.seen if id(p) in new else moment, p) for p in tree.values()]
-        lives += [(proven_from(q), q.seen, q) for q in gone + old_gone]
-        lives.sort(key=lambda x: x[1])
-        starts = sorted(b for b, _, _ in lives)
-        ends = [e for _, e, _ in lives]
-        keys = sorted(order(q) for _, _, q in lives)
-        best = max(self.peak, bisect_right(starts, moment) - bisect_left(ends, moment))
-        for n in births + old_births:
-            t = proven_from(n)
-            best = max(best, bisect_right(starts, t) - bisect_left(ends, t),
-                       at_birth(n, t, lives, bisect_left(keys, order(n))))
+        best = max(self.peak, len(tree) - sum(1 for p in born if proven_from(p) > moment))
+        # a birth saw more than the walks only if a process gone since existed then, or
+        # an orphan's unseen parent did
+        horizon = max([q.seen for q in gone + old_gone] or [0])
+        todo = [n for n in births + old_births if n.orphan or proven_from(n) <= horizon]
+        if todo:
+            new = {id(p) for p in born}
+            lives = [(proven_from(p), p.seen if id(p) in new else moment, p)
+                     for p in tree.values()]
+            lives += [(proven_from(q), q.seen, q) for q in gone + old_gone]
+            lives.sort(key=lambda x: x[1])
+            starts = sorted(b for b, _, _ in lives)
+            ends = [e for _, e, _ in lives]
+            keys = sorted(order(q) for _, _, q in lives)
+            for n in todo:
+                t = proven_from(n)
+                best = max(best, bisect_right(starts, t) - bisect_left(ends, t),
+                           at_birth(n, t, lives, bisect_left(keys, order(n))))
         self.peak = best
         return best
 

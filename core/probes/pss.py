@@ -5,6 +5,12 @@ what keeps the pages forked workers share from counting once per worker, but rea
 (smaps_rollup) walks the process's page tables: 35-100 µs, against ~1 µs for knowing
 whether the process ran at all. So the procfs probe re-reads it within a budget, and
 `Proc.estimate` carries it forward from what the cheap counters say happened since.
+
+The walk also holds the process's mmap lock: for ~10-25 ms per GB resident the process
+cannot map or unmap memory (nor, on kernels without per-VMA locks, take a page fault once
+such a writer waits). So besides the CPU budget, one sample walks at most PSS_WALK_BYTES of
+resident memory in all, and a process larger than that is never walked: its PSS comes
+from its own counters (the pages it faulted in, at most its RSS).
 """
 import itertools
 import os
@@ -17,6 +23,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 PSS_SHARE = 0.001     # of a core for PSS page walks: ~25 a second at 40 µs each
 PSS_BURST = 5.0       # s of unspent PSS budget that may be spent at once
 PSS_MAX_AGE = 60.0    # s after which a PSS is as doubtful as the process's whole size
+PSS_WALK_BYTES = 128 << 20   # resident bytes one sample may walk: a stall of ~1.5-3 ms
 
 
 class Proc:
@@ -62,7 +69,8 @@ class Proc:
           (Not for a process that forked since: it copies the same pages again after every
           fork; its next read tells.)
         - File and shmem pages move with their RSS, at the share they had.
-        Its PSS unreadable (not ours): the pages it faulted in, as its own."""
+        Its PSS never read (not ours, or too large to walk): the pages it faulted in, as
+        its own."""
         if self.pss is None:
             return min(self.minflt, self.rss) * PAGE, 0, 0
         anon, shmem, file, swap, anon_rss, other_rss, private = self.pss
@@ -121,6 +129,7 @@ class PssBook:
         self.touched = set()     # parents whose children's estimates moved in this update
         self.medians = {}        # parent -> median of its children read, as last given out
         self.tree, self.top, self.sizes, self.sums = {}, (), {}, []
+        self.walk = PSS_WALK_BYTES   # resident bytes this sample may still walk
 
     def came(self, p):
         self.unread.append(p.pid)
@@ -210,6 +219,7 @@ class PssBook:
                 if p.state not in ZOMBIE:
                     self._read(p, now)
             return
+        self.walk = PSS_WALK_BYTES
         self.allow = min(self.allow + self.share * (now - self.clock), self.share * PSS_BURST)
         self.clock = now
         unread = self.unread
@@ -218,7 +228,8 @@ class PssBook:
         fresh, self.fresh = self.fresh, []
         for p in fresh:
             if p.ppid not in self.families and p.state not in ZOMBIE and p.pid in tree \
-                    and self.allow > -self.share * PSS_BURST and p.pss_at != now:
+                    and self.allow > -self.share * PSS_BURST and p.pss_at != now \
+                    and self._walks(p):
                 self._read(p, now)
         order = self.read_order
         while order and order[0][0] < now - PSS_MAX_AGE:
@@ -234,8 +245,16 @@ class PssBook:
         for p in todo[:n]:
             if self.allow <= 0:
                 break
-            if p.pss_at != now and p.state not in ZOMBIE:
+            if p.pss_at != now and p.state not in ZOMBIE and self._walks(p):
                 self._read(p, now)
+
+    def _walks(self, p):
+        """Whether p's page tables fit in what this sample may still walk (and count it)."""
+        size = p.rss * PAGE
+        if size > self.walk:
+            return False
+        self.walk -= size
+        return True
 
     def _read(self, p, now):
         t = time.thread_time()
