@@ -3,6 +3,7 @@ by memory, command lines only where allowed, in procfs and cgroup mode, through 
 grammar and InfluxDB to `jobmon query`, and what it costs the sampler."""
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import IS_ROOT, jobmon, jobmon_run, needs_root
+from helpers import IS_ROOT, JOBMON, jobmon, jobmon_run, needs_root
 from jobmon.influx import grammar, schema
 from jobmon.probes.breakdown import Breakdown, parse_stat
 from jobmon.probes.files import read_once
@@ -218,3 +219,63 @@ def test_a_failing_breakdown_never_stops_the_samples():
     s.tick()
     s.tick()
     assert s.breakdown is None and s.errors == 1 and s.tick()["procs"] == 1
+
+
+# a parent that holds 64 MiB and forks 3 workers that share it (copy on write) and sleep
+WORKERS = ("import os, time\nb = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+           "kids = [os.fork() for _ in range(3)]\nif 0 in kids:\n    time.sleep(3); os._exit(0)\n"
+           "[os.waitpid(k, 0) for k in kids]")
+
+
+def test_the_tables_say_their_rss_is_summed_and_when_it_was_taken(tmp_path):
+    """4 processes sharing 64 MiB: their summed RSS is ~256 MiB, the job's resident memory
+    ~64 MiB. query, watch and the HTML page say what the figure is and when it was taken,
+    and put the job's resident memory beside it."""
+    from chromium import CHROMIUM, Chromium
+    store = str(tmp_path / "w.db")
+    env = dict(os.environ, JOBMON_PROCS_EVERY_SECONDS="0.5", COLUMNS="80")
+    r = jobmon_run(["--interval=0.2", "--job-id=workers"], [sys.executable, "-c", WORKERS],
+                   store=store, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(jobmon("query", "workers", "--json", "--store", store).stdout)
+    procs, peak = doc["procs"], doc["summary"]["rss_peak_bytes"]
+    summed = max(g["rss_max"] for g in procs["over_job"])
+    assert summed > 3 * (64 << 20) and peak < 2 * (64 << 20)    # summed, shared pages in each
+    first, last = procs["taken_seconds"]
+    assert 0 < first <= last <= doc["summary"]["wall_seconds"]
+    assert (64 << 20) <= procs["resident_then_bytes"] < 2 * (64 << 20)
+    text = jobmon("query", "workers", "--store", store, env=env).stdout
+    assert max(len(x) for x in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert "RSS summed per command name: a page shared between processes counts in each" in flat
+    assert "RSS PEAK the largest sum in one breakdown, not the job's peak" in flat
+    assert re.search(r"the latest breakdown, taken at [\d.]+s of the run .*the job's resident "
+                     r"memory then: 6\d\.\d MiB", flat), flat
+    page = str(tmp_path / "w.html")
+    assert jobmon("report", "workers", "--html", page, "--store", store).returncode == 0
+    if CHROMIUM:
+        with Chromium() as b:
+            b.open("file://" + page)
+            box = b.evaluate("document.getElementById('section-procs').innerText")
+            assert b.problems() == []
+        assert re.search(r"taken at [\d.]+s to [\d.]+s of the run", box)
+        assert "RSS summed (most)" in box and "counts in each" in box, box
+
+
+def test_watch_says_what_its_breakdown_is(tmp_path):
+    store = str(tmp_path / "w.db")
+    env = dict(os.environ, JOBMON_PROCS_EVERY_SECONDS="0.5")
+    p = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--job-id=workers2",
+                          f"--store={store}", "--", sys.executable, "-c", WORKERS], env=env,
+                         stderr=subprocess.PIPE)
+    try:
+        deadline, out = time.time() + 30, ""
+        while time.time() < deadline and "top processes" not in out:
+            out = jobmon("watch", "workers2", "--once", "--spool=none",
+                         f"--store={store}").stdout
+            time.sleep(0.2)
+        flat = " ".join(out.split())
+        assert re.search(r"top processes, taken at [\d.]+s of the run", flat), out
+        assert "summed per command name" in flat and max(map(len, out.splitlines())) <= 80
+    finally:
+        p.wait(timeout=30)

@@ -72,14 +72,21 @@ def top_text(spool, st, by):
     return top_screen(rows, title, problems, width)
 
 
-def breakdown_report(st, records):
+def breakdown_report(st, records, samples=()):
     """For `jobmon query`: {"latest": the last breakdown, "over_job": command names over
-    all of them}, or None where the job has none."""
+    all of them, "count", "taken_seconds": [the first's, the last's] time in the run,
+    "resident_then_bytes": the job's resident memory at the sample nearest the last},
+    or None where the job has none. samples: the run's."""
     from ..stores.live import fold_breakdowns
     found = sorted((b for r in records for b in st.breakdowns(r)), key=lambda b: b["time"])
     if not found:
         return None
-    return {"latest": found[-1], "over_job": fold_breakdowns(found), "count": len(found)}
+    last = found[-1]
+    near = min((x for x in samples if x.get("mem_resident_bytes") is not None),
+               key=lambda x: abs(x["time"] - last["time"]), default={})
+    return {"latest": last, "over_job": fold_breakdowns(found), "count": len(found),
+            "taken_seconds": [found[0].get("elapsed_seconds"), last.get("elapsed_seconds")],
+            "resident_then_bytes": near.get("mem_resident_bytes")}
 
 
 def rates(samples, keys):

@@ -132,7 +132,7 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
     rep = model.build(chosen, samples, runs, cfg["report"] if cfg else None, scheduler,
                       others)
     from .live import breakdown_report
-    rep["procs"] = breakdown_report(st, chosen.records)
+    rep["procs"] = breakdown_report(st, chosen.records, () if rep["hosts"] else rep["samples"])
     return rep
 
 

@@ -8,6 +8,7 @@ import shlex
 
 from ..printable import clean
 from . import units
+from .live import RSS_NOTE, duration
 from .units import human, short_status
 
 # model sections laid out by name; any other is shown generically, by its shape
@@ -153,12 +154,16 @@ def nodes_and_runs(rep):
              for x in rep["hosts"]])))
     procs = rep.get("procs")
     if isinstance(procs, dict) and isinstance(procs.get("over_job"), list) and procs["over_job"]:
+        first, last = (procs.get("taken_seconds") or [None, None])[:2]
+        note = (f"<p class=\"note\">{esc(RSS_NOTE)}. Breakdowns are taken every few tens "
+                "of seconds: a process's peak between two is not in them.</p>")
         parts.append(box("procs", f"Processes by command ({procs.get('count') or '?'} "
-                         "breakdowns over the run)", dicts_table(
+                         f"breakdowns, taken at {duration(first)} to {duration(last)} of the "
+                         "run)", note + dicts_table(
             [{"command": x.get("comm"), "processes (most)": x.get("procs_max"),
               "CPU (mean)": human(x.get("cpu_mean"), "cores"),
               "CPU (most)": human(x.get("cpu_max"), "cores"),
-              "resident (most)": human(x.get("rss_max"), "bytes")}
+              "RSS summed (most)": human(x.get("rss_max"), "bytes")}
              for x in procs["over_job"] if isinstance(x, dict)])))
     elif procs:
         parts.append(section("procs", procs))

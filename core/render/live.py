@@ -5,6 +5,7 @@ library, no colours. A job id or a user name is never cut: an id too long for it
 gets a line of its own; the USER column is as wide as the longest name.
 """
 import datetime
+import textwrap
 
 from ..printable import clean, fixed, size as _size
 
@@ -15,6 +16,10 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 TOP_COLUMNS = (("USER", 8, "<"), ("CORES", 6, ">"), ("ALLOC", 5, ">"), ("MEMORY", 8, ">"),
                ("EFF", 5, ">"), ("PROCS", 5, ">"), ("AGE", 7, ">"))
 JOB_MIN = 8
+# what a breakdown's memory is (RSS from /proc/PID/stat, summed per command name), said
+# wherever one is shown: it is not the job's resident memory
+RSS_NOTE = ("RSS summed per command name: a page shared between processes counts in each, "
+            "so the sum can exceed the job's resident memory")
 
 
 def sparkline(values, width=None, lo=0.0, hi=None):
@@ -43,8 +48,11 @@ def size(n):
 
 
 def duration(seconds):
+    """4.2s, 42s, 7m05s, 2h05m, 3d04h."""
     if seconds is None:
         return "-"
+    if 0 <= seconds < 9.95:
+        return f"{fixed(seconds, '.1f')}s"
     s = int(max(seconds, 0))
     d, s = divmod(s, 86400)
     h, s = divmod(s, 3600)
@@ -97,22 +105,33 @@ def top_screen(rows, title, notes=(), width=WIDTH):
     return "\n".join(lines) + "\n"
 
 
-def procs_table(record, title="top processes", width=WIDTH):
-    """A breakdown record's groups: command name, processes, CPU cores, resident memory
-    (and the command line where it was stored)."""
+def procs_table(record, title="top processes", width=WIDTH, resident=None):
+    """A breakdown record's groups: command name, processes, CPU cores, summed RSS (and
+    the command line where it was stored), said when it was taken; resident: the job's
+    resident memory then, where known."""
     if not record or not record.get("top"):
         return []
     window = record.get("window_seconds")
     when = f"over the last {duration(window)}" if window else "average over each life"
-    lines = [cut(f"{title} (by CPU, then memory; CPU {when}; "
-                 f"{record.get('procs', '?')} processes)", width),
-             f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>8}"]
+    then = f"; the job's resident memory then: {size(resident)}" if resident is not None \
+        else ""
+    lines = wrap(f"{title}, taken at {duration(record.get('elapsed_seconds'))} of the run "
+                 f"(by CPU, then memory; CPU {when}; {record.get('procs', '?')} "
+                 f"process{'' if record.get('procs') == 1 else 'es'}"
+                 f"{then})", width)
+    lines += wrap(RSS_NOTE, width)
+    lines.append(f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>8}")
     for g in record["top"]:
         lines.append(f"{cut(g.get('comm') or '?', 16):<16} {g.get('procs', 0):>5} "
                      f"{number(g.get('cpu_cores')):>6} {size(g.get('rss_bytes')):>8}")
         if g.get("cmdline"):
             lines.append("  " + cut(g["cmdline"], width - 2))
     return lines
+
+
+def wrap(text, width=WIDTH):
+    """Clean text as lines of at most `width` columns, broken between words."""
+    return textwrap.wrap(clean(text), width, break_on_hyphens=False)
 
 
 def procs_over_job(groups, width=WIDTH):
@@ -165,8 +184,12 @@ def show_procs(procs):
     latest breakdown (text, empty without one)."""
     if not procs:
         return ""
-    lines = ["", cut(f"processes by command name over the job ({procs['count']} "
-                     "breakdowns; CORES mean, PEAK max)", WIDTH)]
+    first, last = procs.get("taken_seconds") or (None, None)
+    lines = [""] + wrap(f"processes by command name over the job: {procs['count']} "
+                        f"breakdowns, taken at {duration(first)} to {duration(last)} of the "
+                        "run (CORES their mean, PEAK their largest; RSS PEAK the largest "
+                        "sum in one breakdown, not the job's peak)")
     lines += procs_over_job(procs["over_job"])
-    lines += [""] + procs_table(procs["latest"], "the latest breakdown")
+    lines += [""] + procs_table(procs["latest"], "the latest breakdown",
+                                resident=procs.get("resident_then_bytes"))
     return "\n".join(lines) + "\n"
