@@ -1,6 +1,7 @@
 """Slurm's end of each run, stored: real jobs through jobmon's Prolog and Epilog -- a job
 cancelled with scancel, one past its --time, one over its --mem (killed by the OOM killer),
-one requeued and run again, an array of 6 tasks and a job of two steps -- shipped to a
+one requeued and run again, one whose node went down under it, an array of 6 tasks and a
+job of two steps -- shipped to a
 real InfluxDB, then `jobmon reconcile` against sacct. Each stored record then carries
 Slurm's outcome (cancelled by whom, time limit, out of memory, requeued), `jobmon report`
 and the dashboards count job runs (not step records), and the requeued job's first run
@@ -145,3 +146,29 @@ def test_report_and_dashboards_count_job_runs_not_steps(reconciled):
     assert batch["tasks"] == 6
     from test_scheduler_ends import panel_counts
     assert panel_counts(site) == {"goodput": 8, "badput": 4}   # ... but not counted
+
+
+def test_node_failure_is_the_sites(jobmon_slurm):
+    """The node goes down under a running job (`scontrol update State=DOWN`: Slurm kills
+    the job and records NODE_FAIL; --no-requeue keeps it from running again): the Epilog
+    says exit 0, so goodput at the job's end; reconciled, the site's badput."""
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    jid = c.submit("sleep 300\n", no_requeue=True)
+    c.wait_running(jid)
+    time.sleep(1.5)
+    try:
+        c.scontrol("update", f"NodeName={c.node}", "State=DOWN", "Reason=jobmon-test")
+        c.wait_done(jid)
+    finally:
+        if c.drained_nodes():
+            c.resume()
+    c.wait(jid)
+    [rec] = site.wait_record(jid)
+    assert rec.summary["exit_code"] == 0 and rec.summary["outcome"] == "goodput"
+    assert site.ship().returncode == 0
+    done = jobmon(site, "reconcile", "--json")
+    assert done.returncode == 0, done.stderr
+    [p] = points(site, jid)
+    assert (p["scheduler_state"], p["outcome"], p["outcome_cause"]) == \
+        ("NODE_FAIL", "badput", "site"), p
+    assert p["outcome_reason"] == "its node failed"

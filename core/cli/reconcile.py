@@ -1,7 +1,8 @@
 """`jobmon reconcile`: once runs are over, write into their stored records what only their
 samples and the scheduler can tell -- a cut-short run's figures, the scheduler's outcome
-(jobmon.report.reconcile; docs/accounting.md). Run on each node by a timer (its own
-records in InfluxDB), or on the embedded store; never inside a job or the shipper."""
+(jobmon.report.reconcile; docs/accounting.md). Run by a timer, on one host for every node's
+InfluxDB records (--all-hosts) or on each node for its own, or on an embedded store; never
+inside a job or the shipper."""
 import json
 import socket
 from typing import Optional
