@@ -18,10 +18,33 @@ def _cores_used(s):
     return cpu / wall if wall > 0 else None
 
 
+def _cpu_waited(s):
+    """(share of its time the job waited for a CPU, how that was measured), or (None, "")."""
+    if s.get("cpu_pressure_percent") is not None:     # PSI: a share of the run
+        return s["cpu_pressure_percent"], "of the time waiting for a CPU (PSI)"
+    if s.get("cpu_wait_percent") is not None:         # a share of the time it was runnable
+        return s["cpu_wait_percent"], ("of the time waiting for a CPU (run queue: of the time "
+                                       "its threads were ready to run)")
+    return None, ""
+
+
+def cpu_contended(s, cfg):
+    """The job waited for a CPU a large share of its time: the node was busy, so a low CPU
+    efficiency is its neighbours' doing, and no rule tells it to ask for fewer cores."""
+    waited, how = _cpu_waited(s)
+    if waited is None or waited < cfg["cpu_wait_percent"]:
+        return None
+    return (f"the node was busy: {fixed(waited, '.0f')} % {how}; its CPU use says what "
+            "it got, not what it needs: no advice on cores from this run")
+
+
 def cpu_underused(s, cfg):
-    """Fewer cores busy than allocated: suggest the average used plus headroom."""
+    """Fewer cores busy than allocated: suggest the average used plus headroom -- unless it
+    waited for a CPU (cpu_contended): then the cores were busy with others' work."""
     eff, cores, used = s.get("cpu_efficiency_percent"), s.get("cores_allocated"), _cores_used(s)
     if eff is None or used is None or cores is None or cores <= 1:
+        return None
+    if cpu_contended(s, cfg):
         return None
     if eff >= cfg["cpu_low_percent"]:
         return None
@@ -67,6 +90,37 @@ def memory_near_limit(s, cfg):
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
     return (f"{name} {size(peak)} is {fixed(100 * peak / mem, '.0f')} % of its "
             f"{size(mem, True)}: ask for {size(ask, True)} so it is not killed for memory")
+
+
+def memory_thrashing(s, cfg):
+    """Its working set did not fit in what it was given: it kept giving up pages and reading
+    them back. Either PSI says it stalled on memory much of the run (reclaim, refaults of
+    its working set), or its major page faults a second while it was at its memory limit
+    say so (pages read back from disk: PSI counts those as I/O when the kernel never held
+    them as a working set, as a pass over more than fits)."""
+    mem, (peak, name) = s.get("mem_allocated_bytes"), _peak(s)
+    share = s.get("mem_pressure_percent")
+    wall, faults, hits = s.get("wall_seconds"), s.get("mem_major_faults"), s.get("mem_limit_hits")
+    if share is not None and share >= cfg["mem_pressure_percent"]:
+        why = f"stalled on memory {fixed(share, '.0f')} % of the run (PSI: reclaim, refaults)"
+    elif wall and faults and hits and faults / wall >= cfg["major_faults_per_second"]:
+        why = (f"{fixed(faults / wall, '.0f')} major page faults a second while at its memory "
+               f"limit ({hits} times)")
+    else:
+        return None
+    given = f" in the {size(mem, True)} it was given" if mem else ""
+    seen = f" ({name} {size(peak)})" if peak else ""
+    return f"thrashing: {why}: its working set does not fit{given}{seen}: ask for more memory"
+
+
+def io_bound(s, cfg):
+    """Waited for storage much of the run (PSI io): the job is I/O-bound."""
+    share = s.get("io_pressure_percent")
+    if share is None or share < cfg["io_pressure_percent"]:
+        return None
+    return (f"I/O-bound: waited for storage {fixed(share, '.0f')} % of the run (PSI): copy "
+            "its input to local scratch, read and write in larger blocks, or spread its I/O "
+            "over more nodes")
 
 
 def stalled(s, cfg):
@@ -123,8 +177,9 @@ def no_allocation(s, cfg):
             "--tag request_memory=SIZE` for efficiency figures")
 
 
-RULES = (cpu_underused, cpu_oversubscribed, memory_overrequested, memory_near_limit, stalled,
-         memory_leak, gpu_idle, killed_at_end, short_job, no_allocation)
+RULES = (cpu_contended, cpu_underused, cpu_oversubscribed, memory_overrequested,
+         memory_near_limit, memory_thrashing, io_bound, stalled, memory_leak, gpu_idle,
+         killed_at_end, short_job, no_allocation)
 
 
 def advise(summary, cfg):

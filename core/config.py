@@ -8,6 +8,7 @@ import os
 import stat
 
 from . import toml_subset
+from .config_report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
 
@@ -71,28 +72,7 @@ SCHEMA = {
         "sacct": (str, "sacct"),              # read side: the sacct program
         "accounting": (str, "auto"),          # read side: auto, sacct, pyslurm
     },
-    "report": {                               # advice in reports; docs/reports.md
-        "cpu_low_percent": (float, 50.0),     # CPU efficiency below this: ask for fewer cores
-        "cpu_headroom_percent": (float, 25.0),    # cores suggested above the average used
-        "mem_low_percent": (float, 50.0),     # memory peak below this share: ask for less
-        "mem_headroom_percent": (float, 20.0),    # memory suggested above the peak
-        "mem_min_waste_bytes": (int, 1 << 30),    # ... only when it would free this much
-        "mem_near_limit_percent": (float, 90.0),  # a peak this close to the limit: warn
-        "idle_samples_percent": (float, 50.0),    # samples at ~0 CPU: a stall suspect
-        "gpu_low_percent": (float, 10.0),     # GPU utilization below this: idle GPUs
-        "short_job_seconds": (float, 60.0),   # shorter jobs: batch them
-        "disabled": (str, ""),                # advice rules to leave out, comma-separated
-        # `jobmon report` over a time range: suspects and right-sizing
-        "suspect_min_samples": (int, 5),      # idle samples (CPU ~0, GPUs idle) for a suspect
-        "rightsize_coverage_percent": (float, 99.0),  # tasks a batch's suggestion must fit
-        "rightsize_headroom_percent": (float, 10.0),  # added to the covered peak
-        "rightsize_min_tasks": (int, 3),      # smaller batches get no suggestion
-        # the end-of-job report card
-        "card": (str, "off"),                 # where cards go: off, stderr, file, mail
-        "card_all_jobs": (bool, False),       # true: every job gets one unless it says no
-        "card_dir": (str, ""),                # file cards: "" = the job's working directory
-        "mailer": (str, "/usr/sbin/sendmail -t"),   # mail cards: reads the message on stdin
-    },
+    "report": REPORT,                         # advice, cards: core/config_report.py
     "procs": {                                # per-process breakdown; docs/live.md
         "top": (int, 5),                      # command names shown by CPU and by memory; 0: off
         "every_seconds": (float, 30.0),       # between breakdowns (samples are more often)
@@ -110,8 +90,8 @@ SCHEMA = {
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
            ("influxdb", "version"): (1, 2, 3),
            ("condor", "warnings"): ("syslog", "stderr", "none"),
-           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"),
-           ("report", "card"): ("off", "stderr", "file", "mail")}
+           ("slurm", "accounting"): ("auto", "sacct", "pyslurm")}
+CHOICES.update({("report", k): v for k, v in REPORT_CHOICES.items()})
 POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
             ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds"),
             ("condor", "interval"), ("condor", "min_interval"), ("condor", "max_interval")}
@@ -133,8 +113,8 @@ MIN_SHARE_BYTES = (32 << 10) + 4096
 ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"),
                   ("service", "socket"), ("service", "coordinators_file"))
 SECRET_KEYS = {"password", "token", "secret"}
-NOT_NEGATIVE -= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
-POSITIVE |= {("report", "rightsize_coverage_percent"), ("report", "rightsize_min_tasks")}
+NOT_NEGATIVE -= {("report", k) for k in REPORT_POSITIVE}
+POSITIVE |= {("report", k) for k in REPORT_POSITIVE}
 
 
 class ConfigError(Exception):

@@ -39,3 +39,60 @@ def cpu_hogs(n=None):
             h.kill()
         for h in hogs:
             h.wait()
+
+
+# reads a file with O_DIRECT (every read goes to the device), once the gate file exists
+DIRECT_READ = r"""
+import mmap, os, sys, time
+path, gate = sys.argv[1], sys.argv[2]
+while not os.path.exists(gate):
+    time.sleep(0.01)
+fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 1 << 16)
+while os.readv(fd, [buf]) > 0:
+    pass
+"""
+
+# reads a file larger than the job's memory limit, then maps it and reads its pages in
+# random order for `seconds`: every page is read again and again, so the kernel holds them as the job's
+# working set, which does not fit -- each one it had to give up is read back from disk
+# (refaults: thrashing, in PSI's memory stalls)
+THRASH = r"""
+import mmap, os, random, sys, time
+path, seconds = sys.argv[1], float(sys.argv[2])
+with open(path, "rb") as f:
+    while f.read(1 << 20):           # once through the page cache: as much as fits stays
+        pass
+    m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+m.madvise(mmap.MADV_RANDOM)          # one page a fault: no readahead hides the misses
+pages, pick, total = len(m) // 4096, random.randrange, 0
+end = time.time() + seconds
+while time.time() < end:
+    for _ in range(1000):
+        total += m[pick(pages) * 4096]
+"""
+
+
+def data_file(directory, size):
+    """A file of `size` random bytes, on disk (fsynced), outside any page cache it may have
+    been read into (written by this process, charged to its cgroup, dropped after)."""
+    path = os.path.join(directory, "data.bin")
+    with open(path, "wb") as f:
+        for _ in range(size >> 20):
+            f.write(os.urandom(1 << 20))
+        f.flush()
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    os.chmod(path, 0o644)
+    return path
+
+
+def disk_of(path):
+    """major:minor of the whole disk that holds `path` (throttle rules name whole disks)."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    sys_dev = os.path.realpath(f"/sys/dev/block/{dev}")
+    if os.path.exists(os.path.join(sys_dev, "partition")):
+        with open(os.path.join(os.path.dirname(sys_dev), "dev")) as f:
+            return f.read().strip()
+    return dev

@@ -10,12 +10,10 @@ import pytest
 
 from helpers import fixture, jobmon, jobmon_run, py
 from jobmon import advice
+from jobmon.config_report import defaults
 
 GIB = 1 << 30
-CFG = {"cpu_low_percent": 50.0, "cpu_headroom_percent": 25.0, "mem_low_percent": 50.0,
-       "mem_headroom_percent": 20.0, "mem_min_waste_bytes": GIB,
-       "mem_near_limit_percent": 90.0, "idle_samples_percent": 50.0, "gpu_low_percent": 10.0,
-       "short_job_seconds": 60.0, "disabled": ""}
+CFG = defaults()
 
 
 def rules(summary, **cfg):
@@ -44,6 +42,11 @@ def test_the_issues_example_job():
     ({"gpus_allocated": 2, "gpu_util_avg_percent": 3.0}, "gpu_idle"),
     ({"wall_seconds": 12}, "short_job"),
     ({"cores_allocated": None}, "no_allocation"),
+    ({"cpu_pressure_percent": 40.0}, "cpu_contended"),
+    ({"cpu_wait_percent": 40.0}, "cpu_contended"),
+    ({"mem_pressure_percent": 20.0, "mem_allocated_bytes": GIB}, "memory_thrashing"),
+    ({"mem_major_faults": 60000, "mem_limit_hits": 5}, "memory_thrashing"),
+    ({"io_pressure_percent": 45.0}, "io_bound"),
 ])
 def test_each_rule_fires_on_its_case_only(extra, rule):
     base = {"wall_seconds": 600, "cpu_user_seconds": 600, "cores_allocated": 1,
@@ -68,7 +71,9 @@ def local_job(tmp_path):
                     "--tag=request_memory=2GiB"], py(code), store=store)
     assert r.returncode == 0, r.stderr
     env = dict(os.environ, COLUMNS="80", JOBMON_CONFIG=str(tmp_path / "none.toml"))
-    (tmp_path / "none.toml").write_text("")
+    # however busy this machine is, the job is judged on its CPU use alone (a share
+    # waited for a CPU is never over 100 %: cpu_contended stays quiet)
+    (tmp_path / "none.toml").write_text("[report]\ncpu_wait_percent = 100.1\n")
     env.pop("JOBMON_STORE", None)
     return long_id, store, env
 

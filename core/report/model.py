@@ -6,6 +6,8 @@ import time
 
 from ..summary import from_samples
 from ..advice import advise
+from ..metrics import STALL_COUNTERS
+from ..config_report import defaults
 from ..efficiency import BASIS_TEXT, RESIDENT
 from . import canonical
 from .job_efficiency import efficiency_of
@@ -13,7 +15,10 @@ from .scheduler import ending
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
             "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points",
-            "leftover_procs", "procs_killed_at_end")
+            "leftover_procs", "procs_killed_at_end") + STALL_COUNTERS
+# shares of a node's run: a multi-node run's is its worst node's
+SHARES = ("cpu_pressure_percent", "cpu_wait_percent", "mem_pressure_percent",
+          "io_pressure_percent")
 LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
            "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time", "cut_short",
            "missing_seconds_max")
@@ -86,7 +91,7 @@ def combine(summaries):
     for k in ADDITIVE:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = sum(vals) if vals else None
-    for k in LARGEST:
+    for k in LARGEST + SHARES:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = max(vals) if vals else None
     codes = [s for s in summaries if s.get("signal") or s.get("exit_code")]
@@ -95,6 +100,8 @@ def combine(summaries):
     decisive = next((s for s in summaries if s.get("outcome") == canonical.BADPUT), first)
     out.update({k: decisive.get(k) for k in ENDING if decisive.get(k) is not None})
     out["method"] = ",".join(sorted({s.get("method") or "?" for s in summaries}))
+    for k, least in (("pressure_source", "run-queue"), ("psi", "off")):   # on any node
+        out[k] = least if least in {s.get(k) for s in summaries} else first.get(k)
     return out
 
 
@@ -147,6 +154,16 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         ("CPU user", s.get("cpu_user_seconds"), "s"),
         ("CPU system", s.get("cpu_system_seconds"), "s"),
         ("CPU cores used (average)", round(cpu / wall, 3) if wall else None, "cores"),
+        ("waiting for a CPU, share of the run (PSI)", s.get("cpu_pressure_percent"), "%"),
+        ("waiting for a CPU, share of the time its threads were ready to run (run queue)",
+         s.get("cpu_wait_percent"), "%"),
+        ("held back by its CPU quota", s.get("cpu_throttled_seconds") or None, "s"),
+        ("stalled on memory, share of the run (PSI)", s.get("mem_pressure_percent"), "%"),
+        ("stalled on storage, share of the run (PSI)", s.get("io_pressure_percent"), "%"),
+        ("PSI", "off on this node (boot option psi=1): no memory or storage stall figures"
+         if s.get("psi") == "off" else None, ""),
+        ("major page faults", s.get("mem_major_faults") or None, "count"),
+        ("memory limit reached (times)", s.get("mem_limit_hits") or None, "count"),
         ("storage read", s.get("read_bytes"), "bytes"),
         ("storage written", s.get("write_bytes"), "bytes"),
         ("storage read rate", s.get("read_bytes") / wall if wall and s.get("read_bytes")
@@ -192,12 +209,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
             "samples": samples, "running": state == "running"}
 
 
-def _default_cfg():
-    from ..config import SCHEMA
-    return {k: d for k, (_t, d) in SCHEMA["report"].items()}
-
-
-DEFAULT_CFG = _default_cfg()
+DEFAULT_CFG = defaults()
 
 
 def _efficiency(s, tags, scheduler, nodes):

@@ -74,8 +74,8 @@ def site_settings(warn=_nothing):
     except Exception as e:
         warn(f"report card: site configuration unusable ({e})")
         try:
-            from jobmon import config
-            return {k: d for k, (_t, d) in config.SCHEMA["report"].items()}
+            from jobmon.config_report import defaults
+            return defaults()
         except Exception:
             return dict(_DEFAULTS)
 
