@@ -103,51 +103,37 @@ def start_as_starter(slot, argv, env, scratch):
     return t0, p
 
 
-def startup(slot, variants, reps, shuffle=True):
-    """ms from the starter's fork to the job's first instruction (`date +%s%N`, exec'd
-    as the job, prints the clock as it starts), for each variant: (name, argv prefix, ad
-    attributes); the variants interleaved, so that all see the same load."""
+# the job that reports: the clock as it starts, or its parent's (the wrapper's) CPU so far
+WALL_JOB = [shutil.which("date") or "/bin/date", "+%s%N"]
+CPU_JOB = ["/bin/sh", "-c", "read t rest < /proc/$PPID/schedstat; echo $t"]
+
+
+def startup(slot, variants, reps, cpu=False):
+    """For each variant (name, argv prefix, ad attributes), the median and p90 of: ms from
+    the starter's fork to the job's first instruction, or (cpu) the wrapper's on-CPU ms
+    when the job, a shell, reads it (exact, whatever the load; the shell's own start, which
+    the wrapper may spend on its next steps, is in it). The variants are interleaved in
+    random order in every round, so that all see the same load."""
     import random
-    date = shutil.which("date")
     ms = {name: [] for name, _, _ in variants}
     order = list(variants)
     for i in range(reps + 1):
-        if shuffle:
-            random.shuffle(order)
+        random.shuffle(order)
         for name, prefix, attrs in order:
             scratch, env = slot.prepare(**attrs)
-            t0, p = start_as_starter(slot, prefix + [date, "+%s%N"], env, scratch)
+            t0, p = start_as_starter(slot, prefix + (CPU_JOB if cpu else WALL_JOB), env,
+                                     scratch)
             if p.wait() != 0:
                 raise RuntimeError(f"{name}: exit {p.returncode}: "
                                    f"{open(os.path.join(scratch, '_condor_stderr')).read()}")
             if i:   # the first round warms the page cache
                 with open(os.path.join(scratch, "_condor_stdout")) as f:
-                    ms[name].append((int(f.read()) - t0) / 1e6)
+                    out = int(f.read())
+                ms[name].append(out / 1e6 if cpu else (out - t0) / 1e6)
     rows = []
     for name, _, _ in variants:
         v = sorted(ms[name])
         rows.append((name, statistics.median(v), v[int(0.9 * (len(v) - 1))]))
-    return rows
-
-
-def cpu_at_job_start(slot, wrapper, jobmon, reps):
-    """On-CPU time (schedstat, ns exact) of the wrapper, and of `jobmon run`, from exec to
-    the moment the job (a shell) reads it: the start-up's cost whatever the machine's load,
-    plus what the wrapper did meanwhile."""
-    job = ["/bin/sh", "-c", "cut -d' ' -f1 /proc/$PPID/schedstat"]
-    rows = []
-    for name, argv in (("through the wrapper", [wrapper] + job),
-                       ("jobmon run --store none (as the same user)",
-                        [jobmon, "run", "--store", "none", "--"] + job)):
-        ms = []
-        for i in range(reps + 1):
-            scratch, env = slot.prepare()
-            out = subprocess.run(slot.argv(argv), cwd=scratch, env=env, capture_output=True,
-                                 check=True).stdout
-            if i:
-                ms.append(int(out) / 1e6)
-        ms.sort()
-        rows.append((name, statistics.median(ms), ms[int(0.9 * (len(ms) - 1))]))
     return rows
 
 
@@ -235,11 +221,15 @@ def main():
     ap.add_argument("--compare", action="append", default=[], metavar="NAME=WRAPPER",
                     help="another wrapper to time in the same run (e.g. an older build's)")
     ap.add_argument("--hogs", type=int, default=0, help="busy loops to add to the load")
+    ap.add_argument("--load", type=float, help="add busy loops to bring the run queue to this")
     ap.add_argument("--startup-only", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--check-reps", type=int, default=1)
     ap.add_argument("--bench-dir", default=os.path.join(REPO, "..", "shared", "bench"))
     a = ap.parse_args()
+    if a.load is not None:
+        a.hogs, before = load.hogs_to_reach(a.load)
+        print(f"run queue {before:.2f} before; {a.hogs} busy loop(s) added for about {a.load:g}")
     base = tempfile.mkdtemp(prefix="jobmon-condor-bench-")
     os.chmod(base, 0o755)
     slot = Slot(a.user, base, site="[condor]\ninterval = 1.0\nmin_interval = 0.1\n")
@@ -261,14 +251,16 @@ def main():
     for name, med, p90 in rows:
         print(f"| {name} | {med:.1f} | {p90:.1f} |")
     print(f"\nload: {measured.text()}")
+    print("\n| the wrapper's on-CPU ms when the job runs | median | p90 |")
+    print("|---|---|---|")
+    with load.hogs(a.hogs), load.Load() as measured:
+        rows = startup(slot, variants[1:], a.reps, cpu=True)
+    for name, med, p90 in rows:
+        print(f"| {name} | {med:.1f} | {p90:.1f} |")
+    print(f"\nload: {measured.text()}")
     if a.startup_only:
         shutil.rmtree(base, ignore_errors=True)
         return
-    print("\n| on-CPU time when the job runs | median ms | p90 ms |")
-    print("|---|---|---|")
-    jobmon = os.path.join(a.venv, "bin", "jobmon")
-    for name, med, p90 in cpu_at_job_start(slot, wrapper, jobmon, a.reps):
-        print(f"| {name} | {med:.1f} | {p90:.1f} |")
     maxrss, polled = memory(slot, wrapper)
     print(f"\nwrapper peak RSS: ru_maxrss {maxrss:.1f} MiB, VmHWM polled {polled:.1f} MiB")
     if a.check:

@@ -3,7 +3,8 @@
 A figure "at load 4" means little on a shared machine unless the load is measured while
 the figure is: `Load` samples the run queue (procs_running in /proc/stat, the reader
 itself left out) every 0.1 s in a thread and gives its mean, beside the 1-minute load
-average; `hogs(n)` adds n processes that spin at normal priority for the duration.
+average; `hogs(n)` adds n processes that spin at normal priority for the duration, and
+`hogs_to_reach(target)` says how many bring the run queue measured now to the target.
 """
 import contextlib
 import os
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 
 @contextlib.contextmanager
@@ -63,3 +65,11 @@ class Load:
         return (f"run queue {self.mean:.2f} on average (sampled every {self.period:g} s), "
                 f"load average {self.avg1_before:.2f} before, {self.avg1:.2f} after, "
                 f"{os.cpu_count()} CPUs")
+
+
+def hogs_to_reach(target, seconds=3.0):
+    """(busy loops to add, the run queue measured now): enough to bring the run queue
+    to about `target`, none where others' load is there already."""
+    with Load() as now:
+        time.sleep(seconds)
+    return max(0, round(target - now.mean)), now.mean

@@ -233,12 +233,12 @@ def _has_children():
 def _undo_runner_setup():
     """What jobmon.runner changed in this process that an exec would pass on to the job:
     the blocked signals and the child subreaper flag."""
-    import ctypes
     import signal
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(36, 0, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
+        from jobmon import launcher
+        launcher.prctl(launcher.PR_SET_CHILD_SUBREAPER, 0)
+    except (OSError, AttributeError, ImportError):
         pass
 
 

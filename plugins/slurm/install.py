@@ -29,8 +29,10 @@ HOOKS={hooks}
 JOBMON_CONFIG={config}
 export JOBMON_CONFIG
 if [ -x /usr/bin/timeout ]; then set -- /usr/bin/timeout -s KILL {limit}; fi
+# hooks.py imported, not run as a script: its compiled form is then used, not compiled anew
 [ -x "$PYTHON" ] && [ -r "$HOOKS" ] && \\
-    "$@" "$PYTHON" -I -S "$HOOKS" {entry} --run-dir={run_dir}{extra} </dev/null >/dev/null 2>&1
+    "$@" "$PYTHON" -I -S -c "import sys; sys.path[:0] = ['${{HOOKS%/*}}']; import hooks; hooks.main()" \\
+        {entry} --run-dir={run_dir}{extra} </dev/null >/dev/null 2>&1
 exit 0
 """
 WHAT = {"prolog": "it only starts the job's sampler, detached.",
