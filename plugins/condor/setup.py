@@ -56,6 +56,19 @@ STARTD_CRON_JOBMON_PERIOD = 60s
 STARTD_CRON_JOBMON_MODE = Periodic
 STARTD_CRON_JOBMON_RECONFIG = false
 # exit status 75 (server unreachable) only means: try again next period, data stays spooled
+
+# Where a node rather than one central host settles its own runs with the schedd
+# (`jobmon reconcile`, docs/accounting.md: the startd's condor user has the pool's
+# credentials for the schedd; [condor] schedd in jobmon.toml names it). Every 5 minutes:
+# one schedd query per pass for this node's ended runs. Leave it out where one host runs
+# deploy/jobmon-reconcile.timer for all nodes.
+#STARTD_CRON_JOBLIST = $(STARTD_CRON_JOBLIST) JOBMONRECONCILE
+#STARTD_CRON_JOBMONRECONCILE_EXECUTABLE = {jobmon}
+#STARTD_CRON_JOBMONRECONCILE_ARGS = reconcile --since 14d
+#STARTD_CRON_JOBMONRECONCILE_ENV = "JOBMON_CONFIG={config}"
+#STARTD_CRON_JOBMONRECONCILE_PERIOD = 300s
+#STARTD_CRON_JOBMONRECONCILE_MODE = Periodic
+#STARTD_CRON_JOBMONRECONCILE_RECONFIG = false
 """
 OPTIONS = ("bin-dir", "condor-config-dir", "config", "python", "check-user")
 USAGE = ("usage: jobmon-condor-setup [--bin-dir=/usr/local/bin] "
