@@ -84,6 +84,20 @@ def runs(n, cut, start, scheduler):
         yield job, smp, summary
 
 
+def write_runs(sink_for, killed, n, cut, start, scheduler):
+    """The runs through a sink each, as jobs write them; killed(sink): a sampler killed
+    with its job, no end-of-job record."""
+    for job, smp, summary in runs(n, cut, start, scheduler):
+        sink = sink_for()
+        sink.open(job)
+        for s in smp:
+            sink.write(s)
+        if summary is not None:
+            sink.close(summary)
+        else:
+            killed(sink)
+
+
 def history_file(path, n):
     """n history records of jobs 800000.0 ... (the captured removed job, renumbered)."""
     from jobmon.accounting.condor_history import split_records
@@ -93,8 +107,7 @@ def history_file(path, n):
         for j in range(n):
             c = 800000 + j
             body = text.replace("ClusterId = 4711", f"ClusterId = {c}").replace(
-                "ProcId = 1", "ProcId = 0").replace("4711.1", f"{c}.0").replace(
-                "NumJobStarts = 1", "NumJobStarts = 1")
+                "ProcId = 1", "ProcId = 0").replace("4711.1", f"{c}.0")
             f.write(body + f"*** Offset = {j} ClusterId = {c} ProcId = 0 Owner = \"alice\" "
                     "CompletionDate = -1 CurrentTime = 1760001802\n")
 
@@ -128,15 +141,8 @@ def one_pass(store_kind, scheduler, n, cut, influx=None):
             with open(cfg_path, "w") as f:
                 f.write(source_cfg)
             path = os.path.join(tmp, "store.db")
-            for job, smp, summary in runs(n, cut, start, scheduler):
-                sink = LocalStore(path)
-                sink.open(job)
-                for s in smp:
-                    sink.write(s)
-                if summary is not None:
-                    sink.close(summary)
-                else:
-                    sink.db.close()
+            write_runs(lambda: LocalStore(path), lambda sink: sink.db.close(), n, cut, start,
+                       scheduler)
             store = LocalStore(path)
         else:
             store = influx_fill(influx, tmp, cfg_path, source_cfg, n, cut, start, scheduler)
@@ -188,16 +194,11 @@ def influx_fill(influx, tmp, cfg_path, source_cfg, n, cut, start, scheduler):
         f.write(f'[store]\nkind = "influxdb"\n[influxdb]\nurl = "{influx.url}"\n'
                 f'database = "{db}"\n[spool]\ndir = "{spool}"\n[shipper]\n'
                 f'state_dir = "{state}"\nhost = "wn1"\n{source_cfg}')
-    for job, smp, summary in runs(n, cut, start, scheduler):
-        sink = SpoolSink(spool)
-        sink.open(job)
-        for s in smp:
-            sink.write(s)
-        if summary is not None:
-            sink.close(summary)
-        else:   # its sampler killed: the lock goes, no end point
-            os.close(sink.fd)
-            sink._release_reserve(keep=False)
+
+    def killed(sink):   # the lock goes, no end point
+        os.close(sink.fd)
+        sink._release_reserve(keep=False)
+    write_runs(lambda: SpoolSink(spool), killed, n, cut, start, scheduler)
     jobmon = os.path.join(os.path.dirname(sys.executable), "jobmon")
     r = subprocess.run([jobmon, "ship"], env=dict(os.environ, JOBMON_CONFIG=cfg_path),
                        capture_output=True, text=True, timeout=600)

@@ -1,11 +1,10 @@
 """Slurm's end of each run, stored: real jobs through jobmon's Prolog and Epilog -- a job
 cancelled with scancel, one past its --time, one over its --mem (killed by the OOM killer),
 one requeued and run again, one whose node went down under it, an array of 6 tasks and a
-job of two steps -- shipped to a
-real InfluxDB, then `jobmon reconcile` against sacct. Each stored record then carries
-Slurm's outcome (cancelled by whom, time limit, out of memory, requeued), `jobmon report`
-and the dashboards count job runs (not step records), and the requeued job's first run
-says it was requeued."""
+job of two steps -- shipped to a real InfluxDB, then `jobmon reconcile` against sacct.
+Each stored record then carries Slurm's outcome (cancelled by whom, time limit, out of
+memory, requeued, node failure), `jobmon report` and the dashboards count job runs (not
+step records), and the requeued job's first run says it was requeued."""
 import json
 import subprocess
 import time
