@@ -101,6 +101,21 @@ def rates(samples, keys):
     return out
 
 
+def cpu_last_used(samples, now):
+    """(seconds since the job last used CPU -- a sample with at least IDLE_CORES busy over
+    its interval; 0: its latest --, seconds its samples cover): None for the first when
+    none of them did."""
+    from ..summary import IDLE_CORES
+    timed = [s for s in samples if s.get("time") is not None]
+    if not timed:
+        return None, 0.0
+    span = now - timed[0]["time"] / 1e9
+    busy = [s for s in timed if (s.get("cpu_cores") or 0) >= IDLE_CORES]
+    if not busy:
+        return None, span
+    return (0.0 if busy[-1] is timed[-1] else max(now - busy[-1]["time"] / 1e9, 0.0)), span
+
+
 def watch_model(job, now):
     from ..render.live import number, size
     smp, info = job.samples, job.info
@@ -122,7 +137,9 @@ def watch_model(job, now):
     if any("gpu_util_percent" in s for s in smp):
         out.append(series("GPU util %", [s.get("gpu_util_percent") for s in smp],
                           lambda v: number(v, 0), 100))
+    idle_for, span = cpu_last_used(smp, now)
     return {"job": job.job, "run": info.get("run"), "user": info.get("user"),
+            "cpu_idle_for": idle_for, "samples_span": span,
             "host": info.get("host"), "method": info.get("method"), "age": r["age"],
             "command": info.get("command"), "alloc": r["alloc"], "eff": r["eff"],
             "interval": info.get("interval"), "series": out, "procs": job.procs}
@@ -138,24 +155,80 @@ def find(job_id, spool, st, last):
     return (mine[-1] if mine else None), jobs, problems
 
 
+def clip(text, height, width):
+    """A screen's first lines for a terminal `height` rows high (the title, the header and
+    the first rows stay in view), the last row saying how many more there are."""
+    lines = text.splitlines()
+    if len(lines) < height:
+        return text
+    keep = max(height - 2, 1)
+    more = (f"… {len(lines) - keep} more lines below (a taller terminal or --once shows "
+            "them)")
+    return "\n".join(lines[:keep] + [more[:width]]) + "\n"
+
+
+class Keys:
+    """The terminal's keys, one at a time and unechoed, while a live view runs (Ctrl-C
+    still interrupts); the terminal's settings come back on close()."""
+
+    def __init__(self, fd):
+        import termios
+        import tty
+        self.fd, self.saved = fd, termios.tcgetattr(fd)
+        tty.setcbreak(fd)
+
+    def wait(self, seconds):
+        """The key pressed within `seconds`, or None."""
+        import select
+        if select.select([self.fd], [], [], seconds)[0]:
+            return os.read(self.fd, 1).decode("ascii", "replace")
+        return None
+
+    def close(self):
+        import termios
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+
+
 def loop(draw, once, every):
-    """Draw once (to stdout, plain) or again every `every` seconds until Ctrl-C or until
-    draw() returns None."""
+    """Draw once (to stdout, plain) or again every `every` seconds until `q`, Ctrl-C or
+    until draw() returns None. On a terminal each screen replaces the last and is clipped
+    to its height; into a pipe or a file the screens follow each other, plain."""
     if once:
         text = draw()
         if text is not None:
             sys.stdout.write(text)
         return
+    import shutil
+    screen = sys.stdout.isatty()
+    keys = None
+    if screen and sys.stdin.isatty():
+        try:
+            keys = Keys(sys.stdin.fileno())
+        except OSError:   # no terminal settings to change: Ctrl-C only
+            keys = None
     try:
         while True:
             text = draw()
             if text is None:
                 return
-            sys.stdout.write(CLEAR + text)
+            if screen:
+                size = shutil.get_terminal_size()
+                sys.stdout.write(CLEAR + clip(text, size.lines, size.columns))
+            else:
+                sys.stdout.write(text + "\n")
             sys.stdout.flush()
-            time.sleep(every)
+            if keys is None:
+                time.sleep(every)
+                continue
+            deadline = time.monotonic() + every
+            while (left := deadline - time.monotonic()) > 0:
+                if keys.wait(left) in ("q", "Q"):
+                    return
     except KeyboardInterrupt:
         sys.stdout.write("\n")
+    finally:
+        if keys is not None:
+            keys.close()
 
 
 def register(app):
@@ -173,7 +246,10 @@ def register(app):
                                        help="Seconds between refreshes."),
         spool: Optional[str] = spool_opt, store: Optional[str] = store_opt,
     ):
-        """The jobs running on this node: cores used and allocated, memory, efficiency."""
+        """The jobs running on this node: cores used and allocated, memory, efficiency.
+
+        Redrawn in place until q or Ctrl-C, clipped to the terminal's height; into a pipe,
+        plain screens one after the other."""
         if sort not in SORTS:
             raise typer.BadParameter(f"choose one of {', '.join(SORTS)}", param_hint="--sort")
         sp, st = sources(spool, store)
@@ -189,8 +265,11 @@ def register(app):
                                     help="Samples in the sparklines."),
         spool: Optional[str] = spool_opt, store: Optional[str] = store_opt,
     ):
-        """One running job live: sparklines of CPU, memory, I/O and processes, and its
-        busiest processes."""
+        """One running job live: when it last used CPU, sparklines of CPU, memory, I/O and
+        processes, and its busiest processes with their states and what they wait in.
+
+        Redrawn in place until q or Ctrl-C; into a pipe, plain screens one after the
+        other."""
         from ..render.live import watch_screen
         from .query import argv_text
         job_id = argv_text(job_id)

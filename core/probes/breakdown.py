@@ -8,8 +8,12 @@ plus /proc/<pid>/cmdline of each group shown, only where the site allows command
 live process, to give CPU over the window. Standard library only (inside every job).
 
 A record: {"time", "elapsed_seconds", "window_seconds", "procs", "top": [{"comm", "procs",
-"cpu_cores", "rss_bytes"[, "cmdline"]}]}: the groups among the N heaviest by CPU or by
-resident memory, CPU first. Processes that ended during the window are not in it.
+"cpu_cores", "rss_bytes", "states"[, "wchan"][, "cmdline"]}]}: the groups among the N
+heaviest by CPU or by resident memory, CPU first. Processes that ended during the window
+are not in it. states: how many of the group's processes were in each state (R running, S
+sleeping, D uninterruptible -- usually I/O --, Z zombie, T stopped ...); wchan: where its
+waiting processes wait (/proc/<pid>/wchan: the kernel function; read for a few of each
+group shown, where the kernel tells), what an admin asks first of a stalled job.
 """
 import os
 import time
@@ -19,6 +23,7 @@ from .files import PROC, TICK, read_once
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_TOP = 20               # groups shown at most, whatever the config says
 MAX_CMDLINE = 256          # characters of a command line kept
+WCHAN_READS = 4            # waiting processes of a group shown whose wchan is read
 FIRST_AFTER = 10.0         # seconds to the first take (short jobs get one too)
 
 
@@ -28,6 +33,24 @@ def parse_stat(data):
     comm = head.partition(b" (")[2].decode("utf-8", "replace")
     f = rest.split()
     return comm, f[0], int(f[11]) + int(f[12]), int(f[19]), int(f[21]) * PAGE
+
+
+def wchan(proc, pid):
+    """The kernel function the process waits in, or None (running, gone, or the kernel
+    does not say: "0" to a reader without access)."""
+    try:
+        name = read_once(b"%s/%d/wchan" % (proc, pid)).strip().decode("ascii", "replace")
+    except OSError:
+        return None
+    return name if name and name != "0" else None
+
+
+def children(proc, pid):
+    """The pids of the process's children (those of its main thread)."""
+    try:
+        return [int(c) for c in read_once(b"%s/%d/task/%d/children" % (proc, pid, pid)).split()]
+    except (OSError, ValueError):
+        return []
 
 
 def cmdline(proc, pid):
@@ -57,14 +80,25 @@ class Breakdown:
         now = self.clock()
         window = now - self.last_at if self.last_at is not None else None
         uptime = float(read_once(b"%s/uptime" % self.proc).split()[0])
-        groups, seen = {}, {}
-        for pid in self.pids():
+        groups, seen, dead = {}, {}, 0
+        pids = list(self.pids())
+        listed = set(pids)
+        for pid in pids:
             try:
                 comm, state, ticks, start, rss = parse_stat(
                     read_once(b"%s/%d/stat" % (self.proc, pid)))
             except (OSError, ValueError, IndexError):
                 continue        # gone meanwhile
-            if state in (b"Z", b"X"):
+            state = state.decode("ascii", "replace")
+            if pid in listed:   # its zombie children: a probe lists live processes only
+                pids += [c for c in children(self.proc, pid) if c not in listed]
+            elif state != "Z":
+                continue        # a child of the job that is not its own (another cgroup)
+            if state in ("Z", "X"):     # no CPU or memory of its own: counted, not timed
+                g = groups.setdefault(comm, [0, 0.0, 0, pid, -1.0, {}, []])
+                g[0] += 1
+                g[5][state] = g[5].get(state, 0) + 1
+                dead += 1
                 continue
             seen[pid] = (start, ticks)
             before = self.last.get(pid)
@@ -72,15 +106,15 @@ class Breakdown:
                 cores = (ticks - before[1]) / TICK / window
             else:               # new since the last take: its average over its life
                 cores = ticks / TICK / max(uptime - start / TICK, 1.0 / TICK)
-            g = groups.get(comm)
-            if g is None:
-                groups[comm] = [1, cores, rss, pid, cores]
-            else:
-                g[0] += 1
-                g[1] += cores
-                g[2] += rss
-                if cores > g[4]:
-                    g[3], g[4] = pid, cores
+            g = groups.setdefault(comm, [0, 0.0, 0, pid, -1.0, {}, []])
+            g[0] += 1
+            g[1] += cores
+            g[2] += rss
+            if cores > g[4]:
+                g[3], g[4] = pid, cores
+            g[5][state] = g[5].get(state, 0) + 1
+            if state in ("S", "D") and len(g[6]) < WCHAN_READS:
+                g[6].append(pid)
         self.last, self.last_at = seen, now
         self.due_at = now + self.every
         by_cpu = sorted(groups, key=lambda c: -groups[c][1])[:self.top]
@@ -88,14 +122,20 @@ class Breakdown:
         shown = by_cpu + [c for c in by_mem if c not in by_cpu]
         top = []
         for comm in shown:
-            n, cores, rss, pid, _ = groups[comm]
-            entry = {"comm": comm, "procs": n, "cpu_cores": round(cores, 3), "rss_bytes": rss}
+            n, cores, rss, pid, _, states, waiting = groups[comm]
+            entry = {"comm": comm, "procs": n, "cpu_cores": round(cores, 3), "rss_bytes": rss,
+                     "states": states}
+            waits = {}
+            for w in filter(None, (wchan(self.proc, p) for p in waiting)):
+                waits[w] = waits.get(w, 0) + 1
+            if waits:
+                entry["wchan"] = waits
             if self.with_cmdline:
                 entry["cmdline"] = cmdline(self.proc, pid)
             top.append(entry)
         return {"time": time.time_ns(), "elapsed_seconds": elapsed,
                 "window_seconds": round(window, 3) if window else None,
-                "procs": len(seen), "top": top}
+                "procs": len(seen) + dead, "top": top}
 
 
 def for_site(probe, warn=None, clock=time.monotonic):

@@ -120,13 +120,38 @@ def procs_table(record, title="top processes", width=WIDTH, resident=None):
                  f"process{'' if record.get('procs') == 1 else 'es'}"
                  f"{then})", width)
     lines += wrap(RSS_NOTE, width)
-    lines.append(f"{'COMMAND':<16} {'PROCS':>5} {'CORES':>6} {'RSS':>8}")
+    lines.append(f"{'COMMAND':<16} {'PROCS':>5} {'STATE':<8} {'CORES':>6} {'RSS':>8}  WAITING IN")
     for g in record["top"]:
-        lines.append(f"{cut(g.get('comm') or '?', 16):<16} {g.get('procs', 0):>5} "
-                     f"{number(g.get('cpu_cores')):>6} {size(g.get('rss_bytes')):>8}")
+        row = (f"{cut(g.get('comm') or '?', 16):<16} {g.get('procs', 0):>5} "
+               f"{cut(states(g.get('states')), 8):<8} {number(g.get('cpu_cores')):>6} "
+               f"{size(g.get('rss_bytes')):>8}  ")
+        lines.append(row + cut(waits(g.get("wchan")), max(width - len(row), 8)))
         if g.get("cmdline"):
             lines.append("  " + cut(g["cmdline"], width - 2))
     return lines
+
+
+# process states in the order an admin looks for them (the kernel's letters, proc(5))
+STATE_ORDER = "DRZTtSI"
+
+
+def states(counts):
+    """A group's process states: "S" when all are in one, else "R1 S3" (D, R, Z first)."""
+    if not isinstance(counts, dict) or not counts:
+        return "-"
+    if len(counts) == 1:
+        return clean(next(iter(counts)))
+    order = sorted(counts, key=lambda k: (STATE_ORDER.find(str(k)) % 99, str(k)))
+    return " ".join(f"{clean(k)}{counts[k]}" for k in order)
+
+
+def waits(wchan):
+    """Where a group's processes wait: "anon_pipe_read", or "do_wait 2, pipe_read 1"."""
+    if not isinstance(wchan, dict) or not wchan:
+        return "-"
+    if len(wchan) == 1 and list(wchan.values()) == [1]:
+        return clean(next(iter(wchan)))
+    return ", ".join(f"{clean(k)} {v}" for k, v in sorted(wchan.items(), key=lambda kv: -kv[1]))
 
 
 def wrap(text, width=WIDTH):
@@ -148,6 +173,16 @@ def procs_over_job(groups, width=WIDTH):
     return [cut(x, width) for x in lines]
 
 
+def last_used(idle_for, span):
+    """When the job last used CPU (at least 0.01 cores over a sampling interval)."""
+    if idle_for == 0:
+        return "CPU: in use at the latest sample"
+    if idle_for is None:
+        return (f"CPU: not used in the last {duration(span)} (every sample shown: under "
+                "0.01 cores) -- stalled?")
+    return f"CPU: last used {duration(idle_for)} ago (under 0.01 cores since) -- stalled?"
+
+
 SERIES_LABEL = 10
 SERIES_VALUE = 8
 
@@ -165,6 +200,7 @@ def watch_screen(m):
     alloc = m.get("alloc")
     lines.append(f"cores allocated: {number(alloc, 1) if alloc else 'unknown'}; CPU efficiency "
                  f"so far: {percent(m.get('eff'))}")
+    lines.append(cut(last_used(m.get("cpu_idle_for"), m.get("samples_span")), WIDTH))
     spark = WIDTH - SERIES_LABEL - 2 * SERIES_VALUE - 3
     count = max((len(s[1]) for s in m["series"]), default=0)
     lines += ["", f"{'':{SERIES_LABEL}} {'now':>{SERIES_VALUE}} "
