@@ -26,8 +26,9 @@ import sys
 import tempfile
 import time
 
-from jobmon.gpu.reader import GpuReader
-from jobmon.gpu.recorded import RecordedSource
+from jobmon.node.gpus import GpuSource
+from jobmon.node.reader import NodeReader
+from jobmon.node.recorded import RecordedSource
 from jobmon.probes import select
 from jobmon.probes.gpu_node import node_probe
 from peak_rss import peak_rss_mib
@@ -66,14 +67,15 @@ def recording(path, gpus):
 
 
 def reader_cpu(source, directory, refreshes):
-    reader = GpuReader(source, directory, period=1.0)
+    src = GpuSource(source, 1.0)
+    reader = NodeReader([src], directory, period=1.0)
     try:
         reader.refresh()
         t = time.process_time()
         for _ in range(refreshes):
             reader.refresh()
         cpu = (time.process_time() - t) / refreshes
-        size = os.path.getsize(reader.path)
+        size = os.path.getsize(reader.path(src))
     finally:
         reader.close()
     return cpu, size

@@ -7,7 +7,7 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-from . import toml_subset
+from . import config_node, toml_subset
 from .config_report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
@@ -86,11 +86,12 @@ SCHEMA = {
         "admin_group": (str, ""),             # its members read every user's jobs
         "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
     },
+    **config_node.SCHEMA,
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
            ("influxdb", "version"): (1, 2, 3),
            ("condor", "warnings"): ("syslog", "stderr", "none"),
-           ("slurm", "accounting"): ("auto", "sacct", "pyslurm")}
+           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"), **config_node.CHOICES}
 CHOICES.update({("report", k): v for k, v in REPORT_CHOICES.items()})
 POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
             ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds"),
@@ -98,12 +99,10 @@ POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
 POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
              ("shipper", "retry_max_seconds")}
 POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
-             ("shipper", "max_job_days")}
+             ("shipper", "max_job_days"), ("procs", "every_seconds")}
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
-                ("slurm", "end_wait_seconds")}
-POSITIVE.add(("procs", "every_seconds"))
+                ("slurm", "end_wait_seconds"), ("procs", "top")} | config_node.NOT_NEGATIVE
 NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
-NOT_NEGATIVE.add(("procs", "top"))
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
 MIN_BATCH_BYTES = 64 << 10
 # a user's share must hold one job: the room kept for its end-of-job record (MAX_LINE_BYTES)
@@ -111,7 +110,8 @@ MIN_BATCH_BYTES = 64 << 10
 MIN_SHARE_BYTES = (32 << 10) + 4096
 # paths that must be absolute: a relative one would depend on each job's working directory
 ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"),
-                  ("service", "socket"), ("service", "coordinators_file"))
+                  ("service", "socket"), ("service", "coordinators_file"),
+                  *config_node.ABSOLUTE_PATHS)
 SECRET_KEYS = {"password", "token", "secret"}
 NOT_NEGATIVE -= {("report", k) for k in REPORT_POSITIVE}
 POSITIVE |= {("report", k) for k in REPORT_POSITIVE}

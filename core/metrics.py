@@ -87,8 +87,38 @@ SAMPLE_FIELDS = (
     ("gpu_energy_joules", "J", "counter",
      "energy the job's GPUs used since the job started (NVML, whole GPUs, none for MIG "
      "slices; Volta and later). Node reader: every sample, start and end interpolated between "
-     "its readings; JOBMON_GPU=nvml: every 10 s and at the end (one read costs ~4 ms)"),
+     "its readings; JOBMON_GPU=nvml: every 10 s and at the end (one read costs ~4 ms). A GPU "
+     "shared with another job gives both its whole energy (gpu_shared_samples)"),
+    ("cpu_energy_joules", "J", "counter",
+     "CPU package energy apportioned to the job since it started: between two of the node "
+     "reader's readings, the node's RAPL package energy x the job's share of the node's CPU "
+     "time (energy_share: busy or capacity; docs/energy.md)"),
+    ("dram_energy_joules", "J", "counter",
+     "DRAM energy apportioned the same way, by CPU time (RAPL dram zones; none on AMD)"),
+    ("energy_joules", "J", "counter",
+     "the job's energy since it started: gpu_energy_joules + cpu_energy_joules + "
+     "dram_energy_joules, those there are (energy_parts says which)"),
+    ("power_watts", "W", "gauge", "energy_joules per second over the last interval"),
+    ("co2e_grams", "gCO2e", "counter",
+     "CO2 equivalent of energy_joules: each interval's energy x the site's carbon intensity "
+     "then (gCO2e per kWh: a constant, or a time series the site provides)"),
+    ("net_rx_bytes", "bytes", "counter",
+     "bytes the job's sockets received, loopback included: IP packets from their network "
+     "header on, counted per cgroup v2 by the node reader's BPF program; absent without a "
+     "job cgroup v2 or node reader (net_source says why; docs/network.md)"),
+    ("net_tx_bytes", "bytes", "counter", "bytes the job's sockets sent, counted the same way"),
+    ("net_rx_packets", "count", "counter",
+     "packets the job's sockets received, as the kernel hands them over (a GRO aggregate "
+     "counts once)"),
+    ("net_tx_packets", "count", "counter",
+     "packets the job's sockets sent, as the kernel passes them down (a GSO/TSO segment "
+     "counts once)"),
 )
+# the node reader's counters: the summary keeps each one's last value seen (a sample may
+# lack them while the reader is down)
+NODE_COUNTERS = ("gpu_energy_joules", "cpu_energy_joules", "dram_energy_joules",
+                 "energy_joules", "co2e_grams", "net_rx_bytes", "net_tx_bytes",
+                 "net_rx_packets", "net_tx_packets")
 
 # why a job waited (probes/pressure.py) and what its memory limit did to it: counters
 # whose end-of-job totals the summary keeps
@@ -158,9 +188,33 @@ SUMMARY_FIELDS = (
     ("gpu_mem_peak_bytes", "bytes", "largest sampled GPU memory of the job's processes"),
     ("gpu_energy_joules", "J", "energy the job's GPUs used from start to end"),
     ("gpu_samples_missing", "count",
-     "samples taken without GPU figures because the node's GPU reader was down or its data "
+     "samples taken without GPU figures because the node reader was down or its data "
      "older than two refresh periods (never filled in with guesses); null without GPU "
      "metrics (docs/gpu.md)"),
+    ("gpu_shared_samples", "count",
+     "samples in which a process not of the job was on its GPUs: their utilization and "
+     "energy were then the devices', the other job's use included"),
+    ("cpu_energy_joules", "J", "CPU package energy apportioned to the job, start to end"),
+    ("dram_energy_joules", "J", "DRAM energy apportioned to the job, start to end"),
+    ("energy_joules", "J", "the job's energy, start to end: GPU + CPU package + DRAM, those "
+     "there are"),
+    ("energy_parts", "text", "which parts energy_joules holds (gpu, cpu, dram) and why one is "
+     "missing (no RAPL on the node, MIG slices have no counter, no node reader)"),
+    ("energy_share", "text", "how CPU and DRAM energy was apportioned: busy (the job's share "
+     "of the CPU time the node used: idle power shared by whatever ran) or capacity (its "
+     "share of all the node's CPU time: idle power left to nobody); a site choice"),
+    ("energy_missing_seconds", "s", "seconds of the run whose CPU and DRAM energy is not in "
+     "the totals (the node reader restarted, its counters began anew)"),
+    ("co2e_grams", "gCO2e", "CO2 equivalent of energy_joules, start to end"),
+    ("carbon_intensity", "gCO2e/kWh", "carbon intensity the job's CO2e was reckoned at "
+     "(co2e_grams / energy_joules in kWh; the site's constant or time series)"),
+    ("net_rx_bytes", "bytes", "bytes the job's sockets received (cgroup v2, BPF)"),
+    ("net_tx_bytes", "bytes", "bytes the job's sockets sent (cgroup v2, BPF)"),
+    ("net_rx_packets", "count", "packets the job's sockets received"),
+    ("net_tx_packets", "count", "packets the job's sockets sent"),
+    ("net_source", "text", "how the network figures were counted: bpf (the node reader's "
+     "program on the job's cgroup v2; with a note where counting began late or restarted), "
+     "or not available and why (cgroup v1, procfs mode, no privileges, no node reader)"),
     # the stall and memory-event counters, each the run's total
     *((n, u, "the run's total (per sample, above)") for n, u, _k, _m in SAMPLE_FIELDS
       if n in STALL_COUNTERS),
@@ -279,39 +333,6 @@ PROCS_TOP_KEYS = (
      "only where the site allows it ([procs] cmdline), else absent"),
 )
 
-PROCS_MAX_METHOD = """\
-A process exists from its fork until its parent reaps it; a zombie still counts, as the
-kernel's pids controller counts it. With a job cgroup whose pids controller keeps a
-high-water mark (`pids.peak`), that mark is the peak of the job's tasks, exact: `procs_max`
-is it where no sample saw a process with more than one thread (else the samples', a lower
-bound). A cgroup without that mark gives the samples' largest count, a lower bound.
-
-In procfs mode (no cgroup: an unprivileged `jobmon run`, `--cgroup=none`, an HTCondor job on a
-node whose starter has no cgroup) no interface open to an unprivileged process reports a
-fork. jobmon knows of each process it found the clock tick it was born in (its start time)
-and moments it still existed, and counts every set of processes that provably existed
-together:
-
-- every process a sample found, zombies included;
-- every process jobmon reaped itself, sampled or not: the command, and every orphan it
-  adopted as the job's subreaper (a double-forked daemon, a chain of daemons, one that
-  lived a few milliseconds between two samples), each known to exist until the moment
-  before jobmon reaped it;
-- every orphan's parent at the orphan's birth, although it was never seen: jobmon adopts
-  a process only once its parent died. It is not added where a process already counted
-  that died may have been that parent (same session, not known alive then): a chain of
-  daemons whose intermediates do not call setsid() while the top process died reads one
-  less;
-- of two processes born in the same clock tick, the lower pid was forked first.
-
-So `procs_max` is exact in procfs mode for every job whose processes each existed across a
-sample or were reaped by jobmon. A process born and reaped by another process of the job
-between two samples (a shell's short-lived commands, a fork storm) is not seen, and then
-`procs_max` is a lower bound: the largest number of processes that provably existed at once.
-Counting those too takes a kernel event stream (the proc connector, which needs
-CAP_NET_ADMIN; BPF; or tracing every fork with ptrace, which would change the job's own
-behaviour), or a cgroup.
-"""
 
 SAMPLE_NAMES = tuple(f[0] for f in SAMPLE_FIELDS)
 COUNTERS = tuple(f[0] for f in SAMPLE_FIELDS if f[2] == "counter")
@@ -322,23 +343,6 @@ UNITS.update({f[0]: f[1] for f in SUMMARY_FIELDS})
 
 
 def markdown():
-    """The metric table as docs/metrics.md shows it."""
-    out = ["# Metrics", "",
-           "Generated from `core/metrics.py` (a test keeps this file equal to it).", "",
-           "## Per sample", "",
-           "One sample per job per host per interval. Counters are cumulative from the job's "
-           "start; gauges are the value at the sample.", "",
-           "| field | unit | kind | meaning |", "|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {k} | {m} |" for n, u, k, m in SAMPLE_FIELDS]
-    out += ["", "Every sample also carries `time` (ns since the epoch), `elapsed_seconds` "
-            "(s since the job started) and `method` (the probe that took it).", "",
-            "## Per job (summary, written at the end)", "",
-            "| field | unit | meaning |", "|---|---|---|"]
-    out += [f"| `{n}` | {u} | {m} |" for n, u, m in SUMMARY_FIELDS]
-    out += ["", "## Per-process breakdown (every `[procs] every_seconds`)", "",
-            "| field | unit | kind | meaning |", "|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {k} | {m} |" for n, u, k, m in PROCS_FIELDS]
-    out += ["", "Each group in `procs_top`:", "", "| key | unit | meaning |", "|---|---|---|"]
-    out += [f"| `{n}` | {u} | {m} |" for n, u, m in PROCS_TOP_KEYS]
-    out += ["", "## How exact procs_max is", "", PROCS_MAX_METHOD]
-    return "\n".join(out) + "\n"
+    """The metric table as docs/metrics.md shows it (jobmon.metrics_doc)."""
+    from .metrics_doc import markdown as doc
+    return doc()

@@ -28,9 +28,9 @@ def describe_job(job_id, method, start, tags, command, interval, scheduler="loca
 
 def open_probe(cg, warn, root=None, include_root=False, command=None):
     """The job's probe: its cgroup's if it has one that works, else its process tree
-    below `root` (default: this process, which started `command`); plus GPUs where the
-    node has them."""
-    from .probes import select, with_gpus
+    below `root` (default: this process, which started `command`); plus what the node
+    reader publishes for it (GPUs, energy, network) where it runs."""
+    from .probes import select, with_node
     probe = None
     if cg is not None:
         try:
@@ -39,7 +39,7 @@ def open_probe(cg, warn, root=None, include_root=False, command=None):
             warn(f"cgroup probe failed ({e}); measuring through /proc")
     if probe is None:
         probe = select(root=root or os.getpid(), include_root=include_root, command=command)
-    return with_gpus(probe, warn)
+    return with_node(probe, warn, cg if probe.method.startswith("cgroup") else None)
 
 
 def open_sinks(store, out, fmt, warn):
@@ -130,9 +130,10 @@ class Session:
         s["leftover_procs"], s["procs_killed_at_end"] = leftovers, killed
         s["interval_seconds"] = sampler.interval
         s.update(sampler.self_metrics())
-        gpu = getattr(sampler.probe, "gpu_summary", None)   # samples without GPU figures;
-        # the node reader's energy interpolated to the job's end
-        s.update(gpu() if gpu else {"gpu_samples_missing": None})
+        # the node reader's figures: samples without GPU figures, energy to the job's end
+        node = getattr(sampler.probe, "node_summary", None) or \
+            getattr(sampler.probe, "gpu_summary", None)
+        s.update(node() if node else {"gpu_samples_missing": None})
         from .efficiency import allocation, figures, sizing_basis
         s["mem_sizing_basis"] = sizing_basis(s, reaped=sampler.kernel_peak is not None)
         alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))

@@ -6,7 +6,7 @@ summary) and gets the same figures the summary would have.
 """
 import os
 
-from .metrics import STALL_COUNTERS
+from .metrics import NODE_COUNTERS, STALL_COUNTERS
 
 # sample field -> summary field holding its largest value
 PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",
@@ -34,7 +34,7 @@ class Fold:
         self.samples = 0
         self.peaks = {}
         self.gpu_util = [0.0, 0]     # sum and count, for the mean
-        self.gpu_energy = None       # not in every sample: the last one seen
+        self.seen = {}               # node reader counters: not in every sample, the last seen
         self.cpu_idle = self.gpu_idle = 0
         self.mem_fit = None          # [x0, y0, n, sx, sy, sxx, syy, sxy, x] from (x0, y0)
         self.fit_at_peak = None      # that fit when resident memory was at its peak
@@ -57,8 +57,9 @@ class Fold:
             self.gpu_util[1] += 1
             if sample["gpu_util_percent"] == 0 and sample.get("gpu_count"):
                 self.gpu_idle += 1
-        if sample.get("gpu_energy_joules") is not None:
-            self.gpu_energy = sample["gpu_energy_joules"]
+        for k in NODE_COUNTERS:
+            if sample.get(k) is not None:
+                self.seen[k] = sample[k]
         if not sample.get("procs", 1):
             return   # the job's last read, after its processes are gone
         cores = sample.get("cpu_cores")
@@ -151,7 +152,7 @@ class Fold:
         out["threads_max"] = max(threads, tasks_peak or 0, procs_peak or 0)
         out["gpu_util_avg_percent"] = round(self.gpu_util[0] / self.gpu_util[1], 1) \
             if self.gpu_util[1] else None
-        out["gpu_energy_joules"] = self.gpu_energy
+        out.update(dict.fromkeys(NODE_COUNTERS), **self.seen)
         out["samples"] = self.samples
         out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()

@@ -23,3 +23,20 @@ def test_every_metric_documented_with_unit():
         assert kind in ("counter", "gauge") and meaning
     for name, unit, meaning in metrics.SUMMARY_FIELDS:
         assert f"| `{name}` | {unit} |" in text and meaning
+
+
+def test_every_figure_has_a_scope_and_a_method():
+    """So that no report shows a node's or a device's figure as a job's own: a new field
+    goes into jobmon.metrics_doc's table too."""
+    from jobmon import metrics_doc
+    names = [f[0] for f in metrics.SAMPLE_FIELDS + metrics.PROCS_FIELDS] + \
+        [f[0] for f in metrics.SUMMARY_FIELDS]
+    missing = [n for n in names if metrics_doc.figure(n) is None]
+    assert not missing, f"no scope and method in core/metrics_doc.py for {missing}"
+    for n in names:
+        f = metrics_doc.figure(n)
+        assert f["scope"] in metrics_doc.SCOPES and f["method"] in metrics_doc.METHODS, n
+    assert set(metrics_doc.FIGURES) == set(names)          # nothing stale in the table
+    text = metrics.markdown()
+    assert "| `cpu_energy_joules` | J | counter | job | apportioned;" in text
+    assert "| `gpu_util_percent` | % | gauge | device | exact;" in text

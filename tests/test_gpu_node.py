@@ -325,7 +325,7 @@ def test_no_reader_directory(tmp_path):
         r = subprocess.run([JOBMON, "run", f"--out={out}", "--store=none", "--", "true"],
                            env=dict(env, JOBMON_GPU=mode), capture_output=True, text=True,
                            timeout=60)
-        assert r.returncode == 0 and r.stderr.count("no GPU reader") == warning, r.stderr
+        assert r.returncode == 0 and r.stderr.count("no node reader") == warning, r.stderr
         assert "gpu_" not in out.read_text()
 
 
@@ -337,7 +337,7 @@ def test_the_job_side_loads_neither_nvml_nor_the_reader(node, tmp_path):
     assert r.returncode == 0, r.stderr
     loaded = set(re.findall(r"\|\s+([\w.]+)$", r.stderr, re.M))
     assert "jobmon.probes.gpu_node" in loaded and "json" in loaded
-    assert not {m for m in loaded if m.startswith(("jobmon.gpu", "jobmon.probes.nvml",
+    assert not {m for m in loaded if m.startswith(("jobmon.node", "jobmon.probes.nvml",
                                                    "typer"))}
     assert '"gpu_util_percent":67.5' in (tmp_path / "s.jsonl").read_text()
 

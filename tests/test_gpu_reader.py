@@ -128,7 +128,7 @@ def test_a_reader_whose_nvml_keeps_failing_exits_to_be_restarted(node):
 def test_one_reader_per_directory(node):
     node.start(period=0.5)
     r = once(node)
-    assert r.returncode == 2 and "another GPU reader" in r.stderr
+    assert r.returncode == 2 and "another node reader" in r.stderr
 
 
 def test_refuses_a_directory_others_may_write(node):
@@ -149,7 +149,7 @@ def test_warns_when_jobs_would_not_trust_the_directory(tmp_path):
 
 
 def test_recorded_source_answers_like_nvml_and_records_itself(tmp_path):
-    from jobmon.gpu.recorded import RecordedSource, record
+    from jobmon.node.recorded import RecordedSource, record
     from jobmon.probes.nvml import NvmlError
     src = RecordedSource(fixture("gpu", "a100_mig.json"))
     h = src.handle(0)

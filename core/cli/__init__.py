@@ -57,12 +57,12 @@ def run(
     run_main(argv + ["--"] + list(cmd))
 
 
-from . import gpu, live, query, report, ship  # noqa: E402  (each adds its commands)
+from . import live, node_reader, query, report, ship  # noqa: E402  (each adds its commands)
 
 query.register(app)
 report.register(app)
 ship.register(app)
-gpu.register(app)
+node_reader.register(app)
 live.register(app)
 from . import pilot; pilot.register(app)  # noqa: E402,E702
 from . import serve; serve.register(app)  # noqa: E402,E702

@@ -237,10 +237,10 @@ def gpus(node):
     dev_dir = node.env.get("JOBMON_GPU_DEV", "/dev")
     if not any(n.startswith("nvidia") and n[6:].isdigit() for n in _listdir(dev_dir)):
         return Check("gpu", OK, "no NVIDIA GPUs on this node")
-    from ..probes import GPU_DIR
+    from ..probes import node_dir
     from ..probes.gpu_published import MAX_AGE_PERIODS, Published
-    d = node.env.get("JOBMON_GPU_DIR") or GPU_DIR
-    start = "systemctl enable --now jobmon-gpu-reader (deploy/jobmon-gpu-reader.service)"
+    d = node_dir(node.env)
+    start = "systemctl enable --now jobmon-node-reader (deploy/jobmon-node-reader.service)"
     try:
         pub = Published(d)
         try:

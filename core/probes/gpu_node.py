@@ -119,6 +119,7 @@ class NodeGpuProbe:
         self.energy = self.matcher = None
         self.snap = self.view = None
         self.missing = 0
+        self.shared = 0        # samples with a process not of the job on its GPUs
         self.why = None
         self.warned = False
         self.t0 = clock()
@@ -200,7 +201,7 @@ class NodeGpuProbe:
     def _memory(self, view):
         """GPU memory of the job's processes on its devices; None if NVML or the reader
         could not tell for one of them. The job's pids are asked for only when some
-        process is on its GPUs."""
+        process is on its GPUs; one that is not the job's makes the sample shared."""
         if view.procs is None:
             return None
         if not view.procs:
@@ -208,16 +209,20 @@ class NodeGpuProbe:
         pids = set(self.main.pids())
         total = 0
         if view.by_pid is not None:
+            if view.by_pid.keys() - pids:
+                self.shared += 1
             for pid in view.by_pid.keys() & pids:
                 if view.by_pid[pid] is None:
                     return None
                 total += view.by_pid[pid]
             return total
-        for p in view.procs:
-            mine = self.matcher.mine(p, pids)
-            if mine is None or (mine and p.get("mem") is None):
+        mine = [self.matcher.mine(p, pids) for p in view.procs]
+        if False in mine:
+            self.shared += 1
+        for p, m in zip(view.procs, mine):
+            if m is None or (m and p.get("mem") is None):
                 return None
-            if mine:
+            if m:
                 total += p["mem"]
         return total
 
@@ -225,7 +230,7 @@ class NodeGpuProbe:
         """Summary fields; the energy to the job's very end, interpolated between the
         readings either side of it: that waits for the reader's next reading (about one
         refresh period), after the last sample, so no sample's time is stretched."""
-        out = {"gpu_samples_missing": self.missing}
+        out = {"gpu_samples_missing": self.missing, "gpu_shared_samples": self.shared}
         e = self.energy
         if e is None or e.base is None or e.lost or self.t_end is None:
             return out

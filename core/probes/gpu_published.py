@@ -1,13 +1,15 @@
 """What the node's GPU reader publishes, and how a job reads it: the directory contract,
 the trust and freshness rules, which devices and which GPU processes are the job's.
 Standard library only (it runs in every job's sampler); the probe is probes/gpu_node.py,
-the reader jobmon.gpu; docs/gpu.md has the whole design.
+the node reader jobmon.node; docs/gpu.md has the whole design.
 
 The directory contract (the reader writes it, this module owns it):
   DIR/gpus.json   JSON lines: a header object (FORMAT, times, period, the reader's PID
                   namespace), then one object per GPU in NVML index order. Replaced whole
                   at every refresh (written under a temporary name, then renamed), so a
                   reader never sees half a file; a job parses the header and its GPUs' lines.
+  DIR/energy.json, DIR/network.txt   the node reader's other files, read with the same
+                  Published and trust rules (probes/node_energy.py, probes/node_net.py).
 Trust: nobody but root can have made DIR (every directory above it belongs to root and is
 writable by root alone; a sticky world-writable one such as /tmp is accepted above DIR's
 parent); DIR and the file belong to the reader's user and are writable by it alone. A job
@@ -18,7 +20,6 @@ import json
 import os
 import stat
 
-from . import GPU_DIR as DEFAULT_DIR  # noqa: E402
 FILE = "gpus.json"
 FORMAT = 1
 MAX_AGE_PERIODS = 2
@@ -80,15 +81,17 @@ class Snapshot:
 
 
 class Published:
-    """The reader's file: re-read (and re-checked) whenever it was replaced."""
+    """One of the reader's files (`name` in the directory `path`): re-read (and re-checked)
+    whenever it was replaced, and parsed by `parse(bytes)`."""
 
-    def __init__(self, path):
-        self.path = path
+    def __init__(self, path, name=FILE, parse=None):
+        self.path, self.name = path, name
+        self.parse = parse or Snapshot
         self.dfd, self.owner = trusted_dir(path)
         self.key = self.snap = None
 
     def _open(self):
-        return os.open(FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.dfd)
+        return os.open(self.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.dfd)
 
     def read(self):
         """The latest snapshot. OSError (no file), Untrusted or ValueError otherwise."""
@@ -102,15 +105,15 @@ class Published:
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_uid != self.owner or st.st_mode & 0o022:
-                raise Untrusted(f"{self.path}/{FILE} is not a file of the reader's user "
-                                "writable by it alone")
+                raise Untrusted(f"{self.path}/{self.name} is not a file of the reader's "
+                                "user writable by it alone")
             key = (st.st_ino, st.st_mtime_ns, st.st_size)
             if key == self.key:
                 return self.snap
             data = os.pread(fd, st.st_size + 1, 0)
         finally:
             os.close(fd)
-        snap = Snapshot(data)
+        snap = self.parse(data)
         self.key, self.snap = key, snap
         return snap
 

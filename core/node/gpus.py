@@ -1,15 +1,24 @@
-"""One refresh of the node GPU reader: every GPU (and MIG instance) as NVML describes it,
-in the shape the jobs read (probes/gpu_published.py, docs/gpu.md).
+"""The node reader's GPUs: every GPU (and MIG instance) as NVML describes it, in the shape
+the jobs read (DIR/gpus.json; the contract is probes/gpu_published.py, docs/gpu.md).
 
 `source` answers the calls of probes.nvml.Nvml: NVML itself, or a recording
 (recorded.RecordedSource). A reading NVML refuses is published as null with NVML's
 message under "errors"; the job side leaves such a field out, it never guesses it.
 """
+import json
+import logging
 import os
 import time
 
-from ..probes.gpu_published import FORMAT
+from ..probes.gpu_published import FILE, FORMAT
 from ..probes.nvml import NO_INSTANCE, NvmlError
+
+log = logging.getLogger("jobmon.node")
+GIVE_UP_AFTER = 30     # failed refreshes in a row: exit, to be restarted with NVML anew
+
+
+class SourceError(Exception):
+    """A source that cannot go on: the reader exits, for its service to restart it."""
 
 
 def _try(errors, field, call, *args):
@@ -121,3 +130,41 @@ def snapshot(source, last_energy, period, seq, proc="/proc", clock=time.monotoni
             "time": round(wall, 3), "period": period, "took": round(clock() - t, 6),
             "pidns": [st.st_dev, st.st_ino], "driver": _try({}, "driver", source.driver_version),
             "gpus": gpus}
+
+
+class GpuSource:
+    """The node reader's GPU part. A refresh that fails as a whole (NVML lost the GPUs)
+    publishes nothing: the file ages, and after two periods the jobs stop using it (they
+    never get guesses)."""
+
+    file = FILE
+
+    def __init__(self, source, period, proc="/proc", clock=time.monotonic):
+        self.source, self.period, self.proc, self.clock = source, period, proc, clock
+        self.last_energy = {}
+        self.failures = 0
+
+    def refresh(self, seq):
+        """The file's bytes: JSON lines, the header and one line per GPU (a job parses its
+        own only); None when NVML failed as a whole (logged)."""
+        try:
+            snap = snapshot(self.source, self.last_energy, self.period, seq, self.proc,
+                            self.clock)
+        except NvmlError as e:
+            self.failures += 1
+            if self.failures == 1 or self.failures % 60 == 0:
+                log.error("NVML failed (%s); nothing published, jobs stop using the "
+                          "last snapshot after two periods", e)
+            if self.failures >= GIVE_UP_AFTER:
+                raise SourceError(f"NVML failed {self.failures} times in a row; exiting so "
+                                  "that the service starts a reader with NVML anew")
+            return None
+        if self.failures:
+            log.info("NVML answers again after %d failed refreshes", self.failures)
+            self.failures = 0
+        head = {k: v for k, v in snap.items() if k != "gpus"}
+        return "".join(json.dumps(x, separators=(",", ":")) + "\n"
+                       for x in [head] + snap["gpus"]).encode()
+
+    def close(self):
+        self.source.close()

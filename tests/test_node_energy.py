@@ -1,0 +1,234 @@
+"""Energy per job: the node reader on a recorded powercap tree (tests/fixtures/powercap) whose
+counters rise at set powers, the node's CPU time at a set number of busy cores, and real
+`jobmon run` jobs taking their share. This machine has no RAPL: the tree is recorded, the
+kernel's format exactly; everything that reads it is the real code."""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from helpers import JOBMON, TEST_USER, as_user, fixture, needs_root, needs_test_user
+from node_site import BUSY, NodeReader, Powered, run_job
+
+pytestmark = needs_root
+XEON = {"intel-rapl:0": 60, "intel-rapl:1": 40, "intel-rapl:0:0": 12, "intel-rapl:1:0": 8}
+
+
+@pytest.fixture
+def powered():
+    p = Powered("xeon_2s", XEON, busy=4, cpus=8)
+    yield p
+    p.close()
+
+
+def cpu(x):
+    return x["cpu_user_seconds"] + x["cpu_system_seconds"]
+
+
+def test_rapl_zones_counted_and_left_out():
+    from jobmon.node.rapl import zones
+    server, why = zones(fixture("powercap", "xeon_2s"))
+    assert why is None
+    assert sorted((z.name, z.part) for z in server) == \
+        [("dram", "dram"), ("dram", "dram"), ("package-0", "cpu"), ("package-1", "cpu")]
+    client, why = zones(fixture("powercap", "client"))     # core, uncore, psys, mmio: out
+    assert why is None and [(z.name, z.part) for z in client] == [("package-0", "cpu")]
+    for z in server + client:
+        z.close()
+    assert zones("/nonexistent")[1] == "no RAPL on this node (/nonexistent is missing)"
+
+
+def test_a_counter_that_wraps_keeps_its_total(tmp_path):
+    from jobmon.node.rapl import Zone
+    d = tmp_path / "intel-rapl:0"
+    d.mkdir()
+    (d / "max_energy_range_uj").write_text("1000000\n")      # wraps at 1 J
+    (d / "energy_uj").write_text("900000\n")
+    z = Zone(str(d), "package-0", "cpu")
+    for raw in (950000, 50000, 990000, 10):                  # two wraps
+        (d / "energy_uj").write_text(f"{raw}\n")
+        z.advance()
+    z.close()
+    assert z.total == 50000 + 100000 + 940000 + 10010
+
+
+@needs_test_user
+def test_a_reader_that_may_not_read_rapl_says_so(powered):
+    """Since Linux 5.10 energy_uj is root's alone: a reader run as another user publishes
+    no CPU energy, with the reason, and jobs say it."""
+    for z in XEON:
+        os.chmod(os.path.join(powered.powercap, z, "energy_uj"), 0o400)
+    n = NodeReader(powered, args=["--no-network"])
+    os.makedirs(n.dir)
+    os.chown(n.dir, *[int(x) for x in subprocess.check_output(
+        ["id", "-u", TEST_USER]).split() + subprocess.check_output(["id", "-g", TEST_USER]).split()])
+    os.chmod(powered.stat, 0o644)
+    n.argv = as_user(n.argv)
+    try:
+        head = n.start().head("energy.json")
+        assert head["rapl"] is None and "readable by root only" in head["why"]
+        _s, summary, _e = run_job(tempfile.mkdtemp(), n.env(), ["python3", "-c", BUSY, "0.3"])
+    finally:
+        n.close()
+    assert summary.get("cpu_energy_joules") is None and summary.get("energy_joules") is None
+    assert "no cpu/dram" in summary["energy_parts"] and "root only" in summary["energy_parts"]
+
+
+def test_a_job_gets_its_share_of_the_busy_node(powered, tmp_path):
+    """100 W of packages and 20 W of DRAM on a node busy on 4 cores: each CPU-second of the
+    job costs 25 J of package and 5 J of DRAM energy, whatever the sampling grid."""
+    n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start()
+    try:
+        samples, summary, r = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "1.5"])
+    finally:
+        n.close()
+    assert "warning" not in r.stderr, r.stderr
+    used = cpu(summary) - cpu(samples[0])        # from the sampler's first read on
+    assert summary["cpu_energy_joules"] == pytest.approx(25 * used, rel=0.03)
+    assert summary["dram_energy_joules"] == pytest.approx(5 * used, rel=0.03)
+    assert summary["energy_joules"] == pytest.approx(
+        summary["cpu_energy_joules"] + summary["dram_energy_joules"], abs=0.01)
+    assert summary["co2e_grams"] == pytest.approx(summary["energy_joules"] / 3.6e6 * 400,
+                                                  rel=1e-3)
+    assert summary["carbon_intensity"] == 400.0
+    assert summary["energy_parts"] == "cpu,dram" and summary["energy_share"] == "busy"
+    assert summary["energy_missing_seconds"] == 0
+    energy = [x["energy_joules"] for x in samples if "energy_joules" in x]
+    assert energy == sorted(energy) and energy[-1] <= summary["energy_joules"]
+    busy = [x["power_watts"] for x in samples if x.get("cpu_cores", 0) > 0.5
+            and "power_watts" in x]
+    assert busy and max(busy) > 10          # ~30 W per busy core, on a loaded machine less
+
+
+def test_capacity_share_leaves_idle_cpus_to_nobody(powered, tmp_path):
+    """With "capacity", a CPU-second of the job costs the node's power / its 8 CPUs."""
+    n = NodeReader(powered, '[node_reader]\nenergy_share = "capacity"\n').start()
+    try:
+        samples, summary, _e = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "1.5"])
+    finally:
+        n.close()
+    used = cpu(summary) - cpu(samples[0])
+    assert summary["energy_share"] == "capacity"
+    assert summary["cpu_energy_joules"] == pytest.approx(100 / 8 * used, rel=0.1)
+    assert summary["dram_energy_joules"] == pytest.approx(20 / 8 * used, rel=0.1)
+
+
+def test_counters_that_wrap_during_the_job(powered, tmp_path):
+    for z in ("intel-rapl:0", "intel-rapl:1"):
+        powered.set_range(z, 15_000_000)          # 15 J: wraps every 0.25-0.4 s
+    n = NodeReader(powered).start(period=0.1)
+    try:
+        samples, summary, _e = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "1.5"])
+    finally:
+        n.close()
+    assert summary["cpu_energy_joules"] == pytest.approx(
+        25 * (cpu(summary) - cpu(samples[0])), rel=0.03)
+
+
+def test_two_jobs_share_by_their_cpu_time(powered, tmp_path):
+    n = NodeReader(powered).start()
+    try:
+        a = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--store=none",
+                              f"--summary={tmp_path}/a.json", "--", "python3", "-c", BUSY,
+                              "0.6"], env=n.env())
+        (tmp_path / "busy.py").write_text(BUSY)
+        b = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--store=none",
+                              f"--summary={tmp_path}/b.json", "--", "sh", "-c",
+                              f"python3 {tmp_path}/busy.py 1.2 & python3 {tmp_path}/busy.py "
+                              "1.2; wait"], env=n.env())
+        assert a.wait(60) == 0 and b.wait(60) == 0
+    finally:
+        n.close()
+    sa, sb = (json.load(open(f"{tmp_path}/{x}.json")) for x in "ab")
+    per_cpu = [s["cpu_energy_joules"] / cpu(s) for s in (sa, sb)]
+    assert per_cpu[0] == pytest.approx(25, rel=0.1) and per_cpu[1] == pytest.approx(25, rel=0.1)
+
+
+def test_a_reader_restarted_mid_job_loses_only_the_gap(powered, tmp_path):
+    n = NodeReader(powered).start(period=0.1)
+    job = subprocess.Popen([JOBMON, "run", "--interval=0.1", "--store=none",
+                            f"--summary={tmp_path}/s.json", "--", "python3", "-c", BUSY, "2"],
+                           env=n.env(), stderr=subprocess.PIPE, text=True)
+    try:
+        n.wait("energy.json", after_seq=n.head("energy.json")["seq"] + 5)
+        n.stop()
+        n.start(period=0.1)
+        _out, err = job.communicate(timeout=60)
+    finally:
+        n.close()
+    s = json.load(open(f"{tmp_path}/s.json"))
+    assert job.returncode == 0
+    assert 0 < s["energy_missing_seconds"] < 3
+    assert 0 < s["cpu_energy_joules"] < 25 * cpu(s)
+
+
+def test_without_rapl_and_without_a_reader(tmp_path):
+    """No RAPL: no CPU energy, and the job says why; no node reader: no energy fields, and
+    no warning (a node without one is an ordinary node)."""
+    n = NodeReader(None, "[node_reader]\ncarbon_intensity = 300\n", ["--no-network"]).start()
+    try:
+        _s, summary, _e = run_job(str(tmp_path), n.env(), ["true"])
+    finally:
+        n.close()
+    assert "cpu_energy_joules" not in summary or summary["cpu_energy_joules"] is None
+    assert summary["energy_parts"] == "no cpu/dram: no RAPL on this node (/nonexistent is " \
+        "missing)"
+    env = dict(os.environ, JOBMON_NODE_DIR=str(tmp_path / "none"), JOBMON_GPU="off")
+    _s, summary, r = run_job(str(tmp_path), env, ["true"])
+    assert summary.get("energy_joules") is None and summary.get("net_source") is None
+    assert "warning" not in r.stderr
+
+
+def test_carbon_intensity_from_the_sites_series(tmp_path):
+    from jobmon.node.carbon import Intensity, IntensityError, parse
+    t0 = 1772323200.0                                        # 2026-03-01T00:00:00Z
+    f = tmp_path / "ci.csv"
+    f.write_text("time,g_per_kwh\n# the grid operator's figures\n"
+                 "2026-03-01T00:00:00Z,120\n1772326800,80.5   # 01:00Z\n"
+                 "2026-03-01T03:00:00+01:00,300\n")
+    assert parse(f.read_text()) == [(t0, 120.0), (t0 + 3600, 80.5), (t0 + 7200, 300.0)]
+    i = Intensity(450.0, str(f))
+    assert i.at(t0 + 10) == (120.0, "file")
+    assert i.at(t0 + 3600 + 5) == (80.5, "file")
+    assert i.at(t0 + 2 * 3600 + 3599) == (300.0, "file")     # the last holds one step
+    assert i.at(t0 + 3 * 3600 + 1) == (450.0, "constant")    # then the constant
+    assert i.at(t0 - 1) == (450.0, "constant")
+    assert Intensity().at(t0) == (None, None)
+    f.write_text(f"{t0},50\n{t0 + 60},60\n")                # the site updated it
+    assert i.at(t0 + 30) == (50.0, "file")
+    for bad, why in (("2026-03-01T00:00:00,1", "no time zone"), ("1,3", "must rise"),
+                     ("x", "TIME,G_PER_KWH"), ("9,-5", "not an intensity")):
+        with pytest.raises(IntensityError, match=why):
+            parse("5,1\n" + bad)
+
+
+def test_a_gpu_jobs_energy_adds_its_gpus_and_says_when_they_were_shared(powered, tmp_path):
+    """The recorded NVML (350 W on GPU 1) and the RAPL tree through one node reader: the
+    job's energy is its GPU's counter plus its CPU and DRAM shares. A process not of the
+    job on its GPU makes the GPU's figures the device's: counted in gpu_shared_samples."""
+    from gpu_node_site import GpuNode
+    gpu = GpuNode()
+    gpu.set_procs(0, [(1, 1 << 30)])          # init on GPU 0: not any job's
+    reader = subprocess.Popen([JOBMON, "node-reader", f"--dir={gpu.dir}", "--period=0.2",
+                               f"--recorded={gpu.recording}", f"--powercap={powered.powercap}",
+                               f"--cpu-stat={powered.stat}", "--no-network"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        gpu.wait_published()
+        alone = run_job(str(tmp_path), gpu.env(CUDA_VISIBLE_DEVICES="1"),
+                        ["python3", "-c", BUSY, "1"])[1]
+        (tmp_path / "shared").mkdir()
+        shared = run_job(str(tmp_path / "shared"), gpu.env(CUDA_VISIBLE_DEVICES="0"),
+                         ["sleep", "0.5"])[1]
+    finally:
+        reader.terminate()
+        reader.wait(10)
+        gpu.close()
+    assert alone["energy_parts"] == "gpu,cpu,dram" and alone["gpu_shared_samples"] == 0
+    assert alone["energy_joules"] == pytest.approx(
+        alone["gpu_energy_joules"] + alone["cpu_energy_joules"] + alone["dram_energy_joules"],
+        abs=0.01)
+    assert alone["gpu_energy_joules"] == pytest.approx(350 * alone["wall_seconds"], rel=0.15)
+    assert shared["gpu_shared_samples"] > 0 and shared["gpu_shared_samples"] <= shared["samples"]
