@@ -42,6 +42,7 @@ class Powered:
         self.thread.start()
 
     def set_range(self, zone, rng):
+        """Make `zone` wrap at `rng` uJ (before the reader starts: it reads the range once)."""
         self.zones[zone][2] = rng
         with open(os.path.join(os.path.dirname(self.zones[zone][0]), "max_energy_range_uj"),
                   "w") as f:
@@ -150,6 +151,9 @@ def run_job(tmp, env, cmd, interval=0.1, extra=()):
 
 BUSY = "import time\nend = time.process_time() + float(__import__('sys').argv[1])\n" \
        "while time.process_time() < end:\n    pass\n"
+# busy for so many seconds of wall time, however little CPU the machine gives it
+BUSY_WALL = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\n" \
+            "while time.monotonic() < end:\n    pass\n"
 
 
 # what the kernel says a TCP socket sent and received (struct tcp_info, Linux 4.19):

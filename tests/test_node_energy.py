@@ -10,7 +10,7 @@ import tempfile
 import pytest
 
 from helpers import JOBMON, TEST_USER, as_user, fixture, needs_root, needs_test_user
-from node_site import BUSY, NodeReader, Powered, run_job
+from node_site import BUSY, BUSY_WALL, NodeReader, Powered, run_job
 
 pytestmark = needs_root
 XEON = {"intel-rapl:0": 60, "intel-rapl:1": 40, "intel-rapl:0:0": 12, "intel-rapl:1:0": 8}
@@ -79,7 +79,7 @@ def test_a_reader_that_may_not_read_rapl_says_so(powered):
 def test_a_job_gets_its_share_of_the_busy_node(powered, tmp_path):
     """100 W of packages and 20 W of DRAM on a node busy on 4 cores: each CPU-second of the
     job costs 25 J of package and 5 J of DRAM energy, whatever the sampling grid."""
-    n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start()
+    n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start(period=0.5)
     try:
         samples, summary, r = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "1.5"])
     finally:
@@ -116,13 +116,16 @@ def test_capacity_share_leaves_idle_cpus_to_nobody(powered, tmp_path):
 
 
 def test_counters_that_wrap_during_the_job(powered, tmp_path):
+    """The packages wrap every 4 s (240 J at 60 W, 6 s at 40 W): the 6 s job sees one wrap
+    or two, and a reader refreshing every 0.1 s would have to stall for 4 s to miss one."""
     for z in ("intel-rapl:0", "intel-rapl:1"):
-        powered.set_range(z, 15_000_000)          # 15 J: wraps every 0.25-0.4 s
+        powered.set_range(z, 240_000_000)
     n = NodeReader(powered).start(period=0.1)
     try:
-        samples, summary, _e = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "1.5"])
+        samples, summary, _r = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY_WALL, "6"])
     finally:
         n.close()
+    assert summary["wall_seconds"] >= 6
     assert summary["cpu_energy_joules"] == pytest.approx(
         25 * (cpu(summary) - cpu(samples[0])), rel=0.03)
 
