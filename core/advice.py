@@ -150,6 +150,18 @@ def gpu_idle(s, cfg):
             "ask for none, or fewer")
 
 
+def one_node_busy(s, cfg):
+    """A job given several nodes that did nearly all its work on one: the others sat
+    idle (jobmon.report.nodes puts the nodes' balance in the summary)."""
+    n, share = s.get("nodes") or 1, s.get("busiest_node_cpu_percent")
+    cores = _cores_used(s)
+    if n < 2 or share is None or share < cfg["node_busy_percent"] or not cores or cores < 0.1:
+        return None
+    return (f"node {s['busiest_node']} did {fixed(share, '.0f')} % of the CPU of the job's {n} "
+            "nodes, the others sat idle: does it start its work on every node (srun, "
+            "mpirun)? else ask for 1 node")
+
+
 def short_job(s, cfg):
     """Very short jobs spend much of their slot on scheduling and start-up."""
     wall = s.get("wall_seconds")
@@ -179,7 +191,7 @@ def no_allocation(s, cfg):
 
 RULES = (cpu_contended, cpu_underused, cpu_oversubscribed, memory_overrequested,
          memory_near_limit, memory_thrashing, io_bound, stalled, memory_leak, gpu_idle,
-         killed_at_end, short_job, no_allocation)
+         one_node_busy, killed_at_end, short_job, no_allocation)
 
 
 def advise(summary, cfg):

@@ -21,6 +21,8 @@ REPORT = {
     "idle_samples_percent": (float, 50.0),    # samples at ~0 CPU: a stall suspect
     "gpu_low_percent": (float, 10.0),         # GPU utilization below this: idle GPUs
     "short_job_seconds": (float, 60.0),       # shorter jobs: batch them
+    "node_busy_percent": (float, 90.0),       # one node of several did this share of the
+    #                                           CPU: the others sat idle
     "disabled": (str, ""),                    # advice rules to leave out, comma-separated
     # `jobmon report` over a time range: suspects and right-sizing
     "suspect_min_samples": (int, 5),          # idle samples (CPU ~0, GPUs idle) for a suspect

@@ -22,6 +22,10 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 BURN = "import time\nwhile time.process_time() < {s}: pass"
 TWO_NODES = ("#!/bin/sh\n#SBATCH -N2\n"
              f"srun -N2 /usr/bin/python3 -c \"{BURN.format(s=0.4)}\"\n")
+# two nodes given, the work done on the first only: the batch script burns the CPU itself
+# instead of starting it on every node with srun
+LOPSIDED = ("#!/bin/sh\n#SBATCH -N2\n"
+            f"/usr/bin/python3 -c \"{BURN.format(s=0.6)}\"\n")
 HET = ("#!/bin/sh\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH -n1\n"
        f"srun --het-group=0,1 /usr/bin/python3 -c \"{BURN.format(s=0.3)}\"\n")
 
@@ -39,11 +43,13 @@ def two_nodes(influx_server):
     c = Cluster(prologs=[site.prolog], epilogs=[site.epilog], nodes=2).start()
     site.cluster = c
     try:
-        ids = {"two": c.submit(TWO_NODES), "het": c.submit(HET)}
+        ids = {"two": c.submit(TWO_NODES), "het": c.submit(HET),
+               "lopsided": c.submit(LOPSIDED)}
         for jid in ids.values():
             c.wait(jid)
         recs = {jid: site.wait_record(jid, runs=n) for jid, n in
-                ((str(ids["two"]), 2), (f"{ids['het']}+0", 1), (f"{ids['het']}+1", 1))}
+                ((str(ids["two"]), 2), (f"{ids['het']}+0", 1), (f"{ids['het']}+1", 1),
+                 (str(ids["lopsided"]), 2))}
         recs.update(site.records())     # the steps' records too
         for node in c.spec.nodes:       # the spool is empty after
             ship_as(site, node)
@@ -78,12 +84,15 @@ def ship_as(site, node):
     assert r.returncode == 0, r.stderr
 
 
-def query_json(site, job):
-    env = dict(site.env(), PATH=SBIN_PATH, SLURM_CONF=site.cluster.conf)
-    r = subprocess.run([JOBMON, "query", str(job), "--json"], env=env, capture_output=True,
-                       text=True, timeout=120)
+def jobmon_of(site, *args):
+    env = dict(site.env(), PATH=SBIN_PATH, SLURM_CONF=site.cluster.conf, COLUMNS="80")
+    r = subprocess.run([JOBMON, *args], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return r.stdout
+
+
+def query_json(site, job):
+    return json.loads(jobmon_of(site, "query", str(job), "--json"))
 
 
 def cpu(summary):
@@ -138,3 +147,60 @@ def test_het_components_on_their_nodes(two_nodes):
         slurm = {label: value for label, value, _unit in sch["figures"]}
         assert abs(slurm["TotalCPU"] - cpu(rec.summary)) < 0.1
     assert sorted(parts.values()) == sorted(site.cluster.spec.nodes)   # never shared
+
+
+def test_one_job_per_node_breakdown_balance_and_advice(two_nodes, tmp_path):
+    """Each two-node job is one job in query, the HTML page and `jobmon report`, with a row
+    per node, its balance across them (max / mean: 1 = even, 2 = one node did all), and
+    advice for the one whose second node sat idle."""
+    site, ids, _spooled = two_nodes
+    nodes = sorted(site.cluster.spec.nodes)
+    even, lopsided = (query_json(site, ids[k]) for k in ("two", "lopsided"))
+    for doc in (even, lopsided):
+        assert sorted(h["host"] for h in doc["hosts"]) == nodes
+        assert sum(h["cpu_percent"] for h in doc["hosts"]) == pytest.approx(100, abs=0.2)
+        assert all(h["memory_peak_bytes"] > 0 for h in doc["hosts"])
+    bal = {k: {b["name"].split(",")[0]: b["value"] for b in doc["balance"]}
+           for k, doc in (("even", even), ("lopsided", lopsided))}
+    # each node of the even job burnt 0.4 s (the first also ran the batch shell)
+    assert 1.0 <= bal["even"]["CPU"] < 1.5, bal
+    assert lopsided["summary"]["busiest_node_cpu_percent"] >= 90
+    assert bal["lopsided"]["CPU"] >= 1.8, bal
+    rules = {k: {a["rule"]: a["text"] for a in doc["advice"]}
+             for k, doc in (("even", even), ("lopsided", lopsided))}
+    assert "one_node_busy" not in rules["even"]
+    busy = lopsided["summary"]["busiest_node"]
+    assert busy in nodes and rules["lopsided"]["one_node_busy"].startswith(
+        f"node {busy} did "), rules["lopsided"]
+    # the terminal at 80 columns: the balance, then a row per node
+    text = jobmon_of(site, "query", str(ids["lopsided"]))
+    assert max(map(len, text.splitlines())) <= 80
+    assert "balance across nodes" in text and "per node (2)" in text
+    assert all(any(line.strip("│ ").startswith(n) for line in text.splitlines())
+               for n in nodes), text
+    # `jobmon report`: each job one run, however many nodes
+    rep = json.loads(jobmon_of(site, "report", "--since=1d", "--json"))
+    assert rep["jobs"] == len({str(ids["two"]), str(ids["lopsided"]), f"{ids['het']}+0",
+                               f"{ids['het']}+1"}), rep["jobs"]
+    # the HTML page, and a single-node job's beside it (screenshots: $JOBMON_SCREENSHOTS)
+    from chromium import CHROMIUM, Chromium
+    if not CHROMIUM:
+        return
+    shots = os.environ.get("JOBMON_SCREENSHOTS") or str(tmp_path)
+    os.makedirs(shots, exist_ok=True)
+    with Chromium(width=1400, height=900) as b:
+        for name, job in (("multi-node", ids["lopsided"]), ("single-node", f"{ids['het']}+0")):
+            page = str(tmp_path / f"{name}.html")
+            jobmon_of(site, "report", str(job), "--html", page)
+            b.events.clear()
+            b.open("file://" + page)
+            b.screenshot(os.path.join(shots, f"{name}.png"))
+            assert b.problems() == []
+            hosts = b.evaluate("[...document.querySelectorAll('#section-hosts tr')]"
+                               ".map(r => r.innerText)")
+            side = b.evaluate("document.querySelector('aside').innerText")
+            if name == "multi-node":
+                assert len(hosts) == 3 and "CPU share" in hosts[0], hosts
+                assert "Balance across nodes" in side and "one_node_busy" in side
+            else:
+                assert hosts == [] and "Balance across nodes" not in side

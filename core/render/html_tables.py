@@ -15,10 +15,11 @@ from .units import human, short_status
 KNOWN = ("header", "totals", "summary", "runs", "hosts", "samples", "running", "efficiency",
          "procs")
 SECTION_TITLES = {"advice": "Advice", "efficiency-model": "Efficiency",
+                  "balance": "Balance across nodes",
                   "memory": "Memory, every definition", "scheduler": "The scheduler's figures",
                   "accounting": "The scheduler's figures",
                   "differences": "Where jobmon and the scheduler differ"}
-SECTION_ORDER = ("advice", "memory", "scheduler", "accounting", "differences")
+SECTION_ORDER = ("advice", "balance", "memory", "scheduler", "accounting", "differences")
 LAYOUTS = {}   # section -> its own layout (below), when the model's value has its shape
 
 # What the job asked for and was given, from its end-of-job summary: (field, label, unit).
@@ -144,12 +145,13 @@ def nodes_and_runs(rep):
     parts = []
     if rep["hosts"]:
         extra = [c for c in NODE_COLUMNS if any(x.get(c[0]) is not None for x in rep["hosts"])]
-        parts.append(box("hosts", "Nodes", dicts_table(
-            [dict({"host": x.get("host"), "status": short_status(x),
+        parts.append(box("hosts", f"Nodes ({len(rep['hosts'])})", dicts_table(
+            [dict({"node": x.get("host"), "status": short_status(x),
                    "wall": human(x.get("wall_seconds"), "s"),
                    "CPU": human((x.get("cpu_user_seconds") or 0)
                                 + (x.get("cpu_system_seconds") or 0), "s"),
-                   "resident peak": human(x.get("rss_peak_bytes"), "bytes")},
+                   "CPU share": human(x.get("cpu_percent"), "%"),
+                   "memory peak": human(x.get("memory_peak_bytes"), "bytes")},
                   **{label: human(x.get(f), unit) for f, label, unit in extra})
              for x in rep["hosts"]])))
     procs = rep.get("procs")

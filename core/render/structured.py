@@ -13,7 +13,7 @@ def _doc(rep):
             "efficiency": _named(rep.get("efficiency")), "memory": rep.get("memory") or [],
             "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
             "totals": _named(rep.get("totals")), "runs": rep["runs"],
-            "hosts": rep["hosts"], "samples": rep["samples"], "procs": rep.get("procs")}
+            "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs")}
 
 
 def _named(rows):
@@ -38,6 +38,11 @@ def figure_rows(rep):
         rows += [("difference", d["field"], d.get("htcondor", d.get("slurm")), d["unit"],
                   d["reason"]) for d in sch.get("differences") or ()]
     rows += [("totals", n, v, u, "") for n, v, u in rep.get("totals") or ()]
+    rows += [("balance", n, v, u, "") for n, v, u in rep.get("balance") or ()]
+    for x in rep.get("hosts") or ():
+        rows += [("node CPU", x["host"], x.get("cpu_seconds"), "s",
+                  f"{x.get('cpu_percent')} % of the job's CPU"),
+                 ("node memory peak", x["host"], x.get("memory_peak_bytes"), "bytes", "")]
     rows += [("run", r["run"], r["status"], "", ", ".join(r["hosts"])) for r in rep["runs"]]
     return [dict(zip(FIGURE_COLUMNS, (h["job"],) + r)) for r in rows]
 

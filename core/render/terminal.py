@@ -43,13 +43,18 @@ def show(rep, console=None):
     if len(rep["runs"]) > 1:
         show_runs(rep["runs"], console)
     if rep["hosts"]:
-        ht = Table(title="per node")
-        for col in ("host", "status", "wall", "CPU s", "resident peak"):
-            ht.add_column(col, justify="right" if col != "host" else "left")
+        _pairs(console, "balance across nodes", rep.get("balance") or ())
+        ht = Table(title=f"per node ({len(rep['hosts'])})")
+        ids = [str(x["host"]) for x in rep["hosts"]]
+        for col in ("node", "status", "wall", "CPU s", "CPU %", "memory peak"):
+            if col == "node":
+                _column(ht, "job", ids, header=col)
+            else:
+                ht.add_column(col, justify="right", overflow="fold")
         for x in rep["hosts"]:
-            cpu = (x.get("cpu_user_seconds") or 0) + (x.get("cpu_system_seconds") or 0)
             ht.add_row(esc(x["host"]), esc(short_status(x)), human(x.get("wall_seconds"), "s"),
-                       fixed(cpu), human(x.get("rss_peak_bytes"), "bytes"))
+                       fixed(x.get("cpu_seconds") or 0), human(x.get("cpu_percent"), "%"),
+                       human(x.get("memory_peak_bytes"), "bytes"))
         console.print(ht)
     samples = rep["samples"]
     if samples:
@@ -143,10 +148,11 @@ def show_group(job_id, reports, console=None):
                   f"{fixed(cpu_all)} CPU s (latest run of each)")
 
 
-def _column(table, name, ids):
-    """A job id is never cut: its column is as wide as the longest; the others fold."""
+def _column(table, name, ids, header=None):
+    """A job id (or a node's name) is never cut: its column is as wide as the longest; the
+    others fold."""
     if name == "job":
-        table.add_column(name, no_wrap=True, min_width=max(map(len, ids), default=3))
+        table.add_column(header or name, no_wrap=True, min_width=max(map(len, ids), default=3))
     else:
         table.add_column(name, overflow="fold")
 

@@ -9,7 +9,7 @@ from ..advice import advise
 from ..metrics import STALL_COUNTERS
 from ..config_report import defaults
 from ..efficiency import BASIS_TEXT, RESIDENT
-from . import canonical
+from . import canonical, nodes
 from .job_efficiency import efficiency_of
 from .scheduler import ending
 
@@ -140,8 +140,11 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
     wall = s.get("wall_seconds") or 0
     many = len(run.records) > 1
     first = run.records[0]
-    samples = [dict(x, host=info.get("host")) if many else x
-               for info, smp in zip(run.records, samples_by_record) for x in smp]
+    labels = nodes.names(run.records)
+    samples = [dict(x, host=label) if many else x
+               for label, smp in zip(labels, samples_by_record) for x in smp]
+    balance = nodes.balance([x[0] for x in per_host], labels) if many else {}
+    s.update(balance)   # for the advice
     if many:
         samples.sort(key=lambda x: x["time"])
     eff = _efficiency(s, first.get("tags") or {}, scheduler, len(run.records))
@@ -199,8 +202,8 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
             "advice": advise(dict(s, **eff), cfg or DEFAULT_CFG) if state != "running" else [],
             "scheduler": scheduler,
             "summary": s if many or state != "ended" else first.get("summary"),
-            "hosts": [dict(h[0], host=info.get("host")) for h, info in zip(per_host, run.records)]
-            if many else [],
+            "hosts": nodes.rows([x[0] for x in per_host], labels) if many else [],
+            "balance": nodes.balance_rows(balance) if many else [],
             "runs": [run_line(r, i, samples_by_record if r is run else
                               (others or {}).get(r.label or str(i)),
                               over if r is run else r is not runs[-1],

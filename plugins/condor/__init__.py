@@ -75,6 +75,9 @@ def identity(job_ad, machine_ad, environ=os.environ):
     if account:
         tags["account"] = account   # promoted to an InfluxDB tag (docs/schema.md)
     _put(tags, "slot", machine_ad.get("Name") or environ.get("_CONDOR_SLOT"))
+    # a parallel-universe job runs one copy per node, all under its one job id: which
+    _put(tags, "parallel_node", environ.get("_CONDOR_PROCNO"))
+    _put(tags, "parallel_nodes", environ.get("_CONDOR_NPROCS"))
     _put(tags, "execute_host", machine_ad.get("Machine"))
     for name in GLIDEIN_ATTRS:
         _put(tags, name, machine_ad.get(name))
