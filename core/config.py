@@ -8,6 +8,7 @@ import os
 import stat
 
 from . import config_node, toml_subset
+from .config_ownership import OWNERSHIP
 from .config_report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
@@ -73,6 +74,7 @@ SCHEMA = {
         "accounting": (str, "auto"),          # read side: auto, sacct, pyslurm
     },
     "report": REPORT,                         # advice, cards: core/config_report.py
+    "ownership": OWNERSHIP,                   # who runs others' jobs: core/config_ownership.py
     "procs": {                                # per-process breakdown; docs/live.md
         "top": (int, 5),                      # command names shown by CPU and by memory; 0: off
         "every_seconds": (float, 30.0),       # between breakdowns (samples are more often)

@@ -22,13 +22,15 @@ def register(app):
         """Partition a pilot's core-hours and GPU-hours: validation, decision problem,
         goodput, misconfiguration and preemption badput, pilot overhead."""
         from ..render import pilot as render
+        from ..config_ownership import pilot_accounts
         from ..report.pilot_records import PilotNotFound, pilot_account
-        from .query import argv_text, open_store
+        from .query import _config, argv_text, open_store
         from .reconcile import for_reader
         st = open_store(store)
         try:
             model = pilot_account(st, argv_text(pilot_id), validated_at,
-                                  lambda recs: for_reader(st, recs))
+                                  lambda recs: for_reader(st, recs),
+                                  pilot_accounts(_config()))
         except (PilotNotFound, ValueError) as e:
             typer.echo(f"jobmon: {e}", err=True)
             raise typer.Exit(1)

@@ -62,9 +62,21 @@ def to_text(model):
                    f"core-{unit}")
     out += ["", f"payloads ({len(model['payloads'])}):"]
     for p in model["payloads"]:
-        job = clean(str(p["job"]) + (f" run {p['run']}" if p.get("run") else ""))
-        out.append(f"  {job}  {p['resources']['cores']:g} cores  "
+        out.append(f"  {_job(p)}  {p['resources']['cores']:g} cores  "
                    f"{fixed(p['core_hours'] * scale, '.4f')} core-{unit[0]}  -> "
                    f"{p.get('category') or 'outside'}")
         out.append(clean(f"    {p['outcome']}: {p['reason']}")[:80])
+    claims = model.get("claims") or []
+    if claims:
+        out += ["", f"claims by other users, not counted ({len(claims)}):"]
+        for c in claims:
+            ran = human(c["end"] - c["start"], "s") if c["end"] and c["start"] else "running"
+            out.append(f"  {_job(c)}  {c['resources']['cores']:g} cores  {ran}")
+            out.append(clean(f"    {c['why']}")[:80])
     return "\n".join(out) + "\n"
+
+
+def _job(p):
+    """A payload's job, run and user."""
+    return clean(str(p["job"]) + (f" run {p['run']}" if p.get("run") else "")
+                 + f" by {p.get('user') or '-'}")

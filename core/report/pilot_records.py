@@ -12,6 +12,7 @@ The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it
 """
 from .canonical import (NO_CAUSE, Classification, Resources, classify, resources_from_condor,
                         run_end)
+from ..config_ownership import is_pilot_account
 from .pilot import CATEGORIES, Payload, Pilot, account
 from .runs import is_step
 
@@ -93,8 +94,34 @@ def ending_of(summary, run=None):
     return classify(run_end(s, run=run))
 
 
-def build(pilot_rec, payload_recs, given_validated=None, default_resources=None):
-    """The model of one pilot: its partition and each payload's place in it."""
+def own_payloads(pilot_rec, payload_recs, accounts=()):
+    """(the payloads that count in the pilot, [(claim, why)]): a payload counts when it
+    ran as the pilot's user (or both are pilot accounts of the site: `accounts`). Anybody
+    can name a pilot in a `pilot` tag; a claim keeps its user, to be shown apart."""
+    pilot_user = pilot_rec.get("user")
+    mine, claims = [], []
+    for r in payload_recs:
+        user = r.get("user")
+        if user != pilot_user and not (is_pilot_account(pilot_user, accounts)
+                                         and is_pilot_account(user, accounts)):
+            claims.append((r, f"run by {user}, not by the pilot's user {pilot_user}"))
+        else:
+            mine.append(r)
+    return mine, claims
+
+
+def _claim_row(r, why):
+    s = r.get("summary") or {}
+    return {"job": r.get("job"), "run": r.get("run"), "user": r.get("user"),
+            "host": r.get("host"), "start": r.get("start_time"), "end": s.get("end_time"),
+            "resources": _res_dict(resources(r.get("tags")) or Resources(cores=0.0)),
+            "why": why}
+
+
+def build(pilot_rec, payload_recs, given_validated=None, default_resources=None,
+          accounts=()):
+    """The model of one pilot: its partition and each payload's place in it; the records
+    that name it but do not count in it (own_payloads) listed as "claims"."""
     s = pilot_rec.get("summary") or {}
     if not s or s.get("end_time") is None:
         raise PilotNotFound(f"pilot {pilot_rec.get('job')!r} has not ended yet: its "
@@ -107,6 +134,7 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None)
     validated, source = validated_at(s, given_validated)
     pilot = Pilot(start=start, end=s["end_time"], resources=have,
                   validated_at=start if source == "unknown" else validated)
+    payload_recs, claims = own_payloads(pilot_rec, payload_recs, accounts)
     payloads, rows = [], []
     for r in payload_recs:
         ps = r.get("summary") or {}
@@ -134,13 +162,14 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None)
         "categories": {c: _hours(acct.categories[c]) for c in CATEGORIES},
         "user_badput": _hours(acct.user_badput),
         "unaccounted": _hours(acct.unaccounted()), "balanced": acct.balanced(1e-6),
-        "payloads": rows,
+        "payloads": rows, "claims": [_claim_row(r, why) for r, why in claims],
     }
 
 
-def pilot_account(store, pilot_id, given_validated=None, settle=None):
-    """The model of the pilot stored under `pilot_id` (its latest record). settle(records):
-    the payloads' records with their reconciliation applied (jobmon.cli.reconcile)."""
+def pilot_account(store, pilot_id, given_validated=None, settled=None, accounts=()):
+    """The model of the pilot stored under `pilot_id` (its latest record). settled(records):
+    the payloads' records with their reconciliation applied (jobmon.cli.reconcile);
+    accounts: the site's pilot accounts (jobmon.config_ownership)."""
     from ..stores.ids import JobRef
     recs = store.records(JobRef(pilot_id, [pilot_id]))   # that id exactly, as it is stored
     if not recs:
@@ -149,4 +178,5 @@ def pilot_account(store, pilot_id, given_validated=None, settle=None):
     s = rec.get("summary") or {}
     start, end = rec.get("start_time") or 0, s.get("end_time") or float("inf")
     payloads = payload_records(store, pilot_id, start, end)
-    return build(rec, settle(payloads) if settle else payloads, given_validated)
+    return build(rec, settled(payloads) if settled else payloads, given_validated,
+                 accounts=accounts)
