@@ -92,6 +92,18 @@ def memory_near_limit(s, cfg):
             f"{size(mem, True)}: ask for {size(ask, True)} so it is not killed for memory")
 
 
+def oom_killed(s, cfg):
+    """The kernel killed processes of the job for memory: it needs more than its limit."""
+    n, limit, (peak, name) = s.get("oom_kills"), s.get("oom_limit_bytes") or \
+        s.get("mem_allocated_bytes"), _peak(s)
+    if not n:
+        return None
+    at = f" at its {size(limit, True)} limit" if limit else ""
+    return (f"{n} process{'es were' if n > 1 else ' was'} killed for memory{at} "
+            f"(`jobmon query` tells which, when): ask for more memory"
+            + (f" than its {name} {size(peak)}" if peak else ""))
+
+
 def memory_thrashing(s, cfg):
     """Its working set did not fit in what it was given: it kept giving up pages and reading
     them back. Either PSI says it stalled on memory much of the run (reclaim, refaults of
@@ -189,7 +201,7 @@ def no_allocation(s, cfg):
             "--tag request_memory=SIZE` for efficiency figures")
 
 
-RULES = (cpu_contended, cpu_underused, cpu_oversubscribed, memory_overrequested,
+RULES = (oom_killed, cpu_contended, cpu_underused, cpu_oversubscribed, memory_overrequested,
          memory_near_limit, memory_thrashing, io_bound, stalled, memory_leak, gpu_idle,
          one_node_busy, killed_at_end, short_job, no_allocation)
 

@@ -218,6 +218,26 @@ SUMMARY_FIELDS = (
     # the stall and memory-event counters, each the run's total
     *((n, u, "the run's total (per sample, above)") for n, u, _k, _m in SAMPLE_FIELDS
       if n in STALL_COUNTERS),
+    # the job's first OOM kill, where it had one (oom_kills counts them all): core/oom.py
+    ("oom_time", "s", "when the kernel killed a process of the job for memory, seconds since "
+     "the epoch: from the kernel's log to the µs where jobmon may read it (root, or "
+     "kernel.dmesg_restrict = 0), else the sample that counted the kill"),
+    ("oom_time_within_seconds", "s", "how far before oom_time the kill may have been: 0 from "
+     "the kernel's log, else the time since the sample before"),
+    ("oom_pid", "", "pid of the process killed (null where neither the kernel's log nor "
+     "jobmon's own reaping said which)"),
+    ("oom_command", "text", "its command name (the kernel's comm, at most 15 bytes)"),
+    ("oom_victim_rss_bytes", "bytes", "its resident memory when it was killed (anon + file + "
+     "shmem RSS, from the kernel's log)"),
+    ("oom_charge_bytes", "bytes", "memory charged to the job's cgroup at that moment (the "
+     "kernel's log), else at the last sample before it"),
+    ("oom_limit_bytes", "bytes", "the job's memory limit then"),
+    ("oom_anon_bytes", "bytes", "of the charge, anonymous and shared memory (what the kernel "
+     "could not give back without swap)"),
+    ("oom_cache_bytes", "bytes", "of the charge, page cache (what reclaim had left)"),
+    ("oom_source", "text", "where the figures come from: kernel log (exact), samples (the "
+     "sample before and the one that counted the kill), or samples with the command as the "
+     "victim (jobmon reaped it, killed by SIGKILL)"),
     ("cpu_pressure_percent", "%", "cpu_pressure_seconds / wall x 100: share of the run during "
      "which a thread of the job was waiting for a CPU (PSI)"),
     ("cpu_wait_percent", "%", "cpu_wait_seconds / (cpu_wait_seconds + CPU seconds) x 100: "

@@ -29,6 +29,8 @@ _TABLE = {
         cpu_pressure_seconds cpu_throttled_seconds mem_pressure_seconds
         mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
         mem_major_faults mem_limit_hits mem_high_hits oom_events oom_kills procs threads
+        oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
+        oom_charge_bytes oom_limit_bytes oom_anon_bytes oom_cache_bytes
         gpu_count gpu_mem_bytes net_rx_bytes net_tx_bytes net_rx_packets net_tx_packets
         start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
@@ -47,7 +49,7 @@ _TABLE = {
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
-        scheduler_user pressure_source energy_parts net_source""",
+        scheduler_user pressure_source oom_source energy_parts net_source""",
     ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
     ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours",
     ("node", "recorded"): "host psi energy_share carbon_intensity",
@@ -66,6 +68,10 @@ NOTES = {
     "co2e_grams": "energy_joules x the site's carbon intensity",
     "cpu_energy_joules": "energy_share says how: busy or capacity",
     "dram_energy_joules": "by CPU time, not by memory traffic",
+    **{f"oom_{k}": "from the kernel's log; oom_source samples: the sample before the kill "
+       "(the time: the sample that counted it)" for k in (
+           "time", "time_within_seconds", "pid", "command", "victim_rss_bytes",
+           "charge_bytes", "limit_bytes", "anon_bytes", "cache_bytes")},
 }
 FIGURES = {n: sm for sm, names in _TABLE.items() for n in names.split()}
 

@@ -193,6 +193,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
         for k, v in (overhead or {}).items():
             session.sampler.base[k] = session.sampler.base.get(k, 0.0) + v
     session.trampoline_in_cgroup = bool(overhead) and cg is not None
+    session.command_pid = command
     return session
 
 

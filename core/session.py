@@ -88,6 +88,8 @@ class Session:
         # the exec trampoline started the job from inside its cgroup: for a moment the
         # cgroup held two tasks, the trampoline and the job's first process
         self.trampoline_in_cgroup = False
+        self.command_pid = None   # the job's command, where jobmon started (and reaps) it
+        self.oom = _oom_watch(probe)
 
     @property
     def probe(self):
@@ -101,7 +103,16 @@ class Session:
         sample = self.sampler.tick()
         if not self.limits and self.sampler.fold.samples <= 3:   # its processes may come late
             self.limits = self._limits()
+        self._oom_check(sample)
         return sample
+
+    def _oom_check(self, sample):
+        if self.oom is not None:
+            try:
+                self.oom.check(sample, (self.limits or {}).get("memory_bytes"))
+            except Exception as e:   # the story is worth less than the sample
+                self.sampler._warn(f"out-of-memory record: {e}")
+                self.oom = None
 
     def _limits(self):
         try:
@@ -115,7 +126,7 @@ class Session:
         processes still running when the command ended; killed: those of them the
         scheduler killed (None: not known)."""
         sampler = self.sampler
-        sampler.tick(extra=extra, final=True)
+        self._oom_check(sampler.tick(extra=extra, final=True))
         tasks_peak = getattr(sampler.probe, "tasks_peak", lambda: None)()
         if tasks_peak == 2 and self.trampoline_in_cgroup:
             tasks_peak = None   # that moment, not the job's: the samples say what it had
@@ -141,9 +152,27 @@ class Session:
         from .probes.pressure import psi_state
         s["pressure_source"] = getattr(sampler.probe, "pressure_source", None)
         s["psi"] = psi_state()
+        if self.oom is not None:
+            killed = self.command_pid and s.get("signal") == 9   # SIGKILL: maybe the victim
+            s.update(self.oom.fields((self.command_pid, os.path.basename(
+                str(self.job["command"][0]))) if killed and self.job.get("command") else None))
+            self.oom.close()
         s["command"] = self.job.get("command")
         sampler.close(s)
         return s
+
+
+def _oom_watch(probe):
+    """An OomWatch of the job's memory cgroup (cgroup probes), or None."""
+    cg = getattr(probe, "cg", None)
+    d = cg and (cg.dirs.get("memory") or cg.dirs.get("v2"))
+    if not d:
+        return None
+    from .oom import OomWatch
+    try:
+        return OomWatch(d)
+    except Exception:
+        return None
 
 
 def _unread(job):

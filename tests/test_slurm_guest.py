@@ -38,7 +38,8 @@ def guest(tmp_path_factory):
 @pytest.mark.parametrize("name", ["test_v2_accuracy_and_sacct_beside",
                                   "test_v2_steps_arrays_short_jobs",
                                   "test_v2_spikes_between_samples_sized_by_the_kernel_peak",
-                                  "test_v2_processes_killed_at_the_end"])
+                                  "test_v2_processes_killed_at_the_end",
+                                  "test_v2_a_job_killed_for_memory"])
 def test_slurm_on_cgroup_v2(guest, name):
     if guest.problem:
         pytest.fail(f"{guest.problem}\n--- guest pytest log:\n{guest.file('pytest.log')[-6000:]}"

@@ -1,13 +1,14 @@
 """cgroup v1 probe: cpuacct, memory, pids and blkio controllers of the job's cgroups, and
 why it waited: v1 has no pressure (PSI) files, so its threads' run-queue wait, unless
 jobmon made the job a v2 cgroup beside them (a hybrid host: probes/pressure.py); the
-memory controller's limit hits (failcnt) and OOM kills (memory.oom_control); CPU quota
-throttling where the job has a cgroup of the cpu controller."""
+memory controller's limit hits (failcnt) and OOM kills (memory.oom_control, in every
+cgroup below a scheduler's job cgroup); CPU quota throttling where the job has a cgroup
+of the cpu controller."""
 import os
 
 from . import Probe
 from .cgroup import Counter, SteadyCpu, cgroup_limits
-from .files import keyed, reader
+from .files import keyed, read_once, reader
 from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
 _MEM_KEYS = {b"total_rss", b"total_shmem", b"total_cache", b"total_swap",
@@ -94,9 +95,9 @@ class CgroupV1Probe(Probe):
         if self.failcnt:
             out["mem_limit_hits"] = int(self.failcnt.read())
         if self.oom_control:
-            kills = keyed(self.oom_control.read(), {b"oom_kill"})   # Linux 4.13 and later
-            if kills:
-                out["oom_kills"] = kills[b"oom_kill"]
+            kills = self._oom_kills()
+            if kills is not None:
+                out["oom_kills"] = kills
         if self.cpu_stat:
             throttled = keyed(self.cpu_stat.read(), {b"throttled_time"})
             if throttled:
@@ -107,6 +108,23 @@ class CgroupV1Probe(Probe):
             out["cpu_wait_seconds"] = self.runqueue.read(self.counter.tids())
         out["procs"], out["threads"] = self.counter.count()
         return out
+
+    def _oom_kills(self):
+        """OOM kills in the job's memory cgroups (Linux 4.13 and later). v1 counts a kill in
+        the victim's own cgroup only, not in those above it: below a scheduler's job cgroup
+        (steps, tasks) every one is added up."""
+        if self.cg.created:
+            data = [self.oom_control.read()]
+        else:
+            from ..cgroups import walk
+            data = []
+            for d in walk(self.cg.dirs["memory"]):
+                try:
+                    data.append(read_once(os.path.join(d, "memory.oom_control")))
+                except OSError:
+                    pass
+        kills = [keyed(x, {b"oom_kill"}).get(b"oom_kill") for x in data]
+        return None if None in kills else sum(kills)
 
     def tasks_peak(self):
         """Kernel high-water mark of the job's tasks (threads), where the pids controller has one."""

@@ -156,8 +156,20 @@ def plot_data(rep):
                               "sum": list(parts) if isinstance(derived, tuple) else None})
         if shown:
             plots.append({"id": pid, "title": title, "unit": unit, "series": shown,
-                          "levels": refs.get(pid, [])})
+                          "levels": refs.get(pid, []), "marks": marks(rep, t0, pid)})
     return {"t0": t0, "hosts": hosts, "plots": plots}
+
+
+def marks(rep, t0, plot):
+    """[{t, label}]: moments drawn across a plot: the job's first OOM kill on the memory
+    plot (t in s after t0)."""
+    s = rep.get("summary") or {}
+    at = _num(s.get("oom_time"))
+    if plot != "memory" or at is None or not s.get("oom_kills"):
+        return []
+    who = f"{clean(s.get('oom_command') or '?')} (pid {s['oom_pid']})" if s.get("oom_pid") \
+        else "a process"
+    return [{"t": round(at - t0, 6), "label": f"OOM kill: {who}"}]
 
 
 def _num(v):

@@ -14,8 +14,8 @@ from .units import human, short_status
 # model sections laid out by name; any other is shown generically, by its shape
 KNOWN = ("header", "totals", "summary", "runs", "hosts", "samples", "running", "efficiency",
          "procs")
-SECTION_TITLES = {"advice": "Advice", "efficiency-model": "Efficiency",
-                  "balance": "Balance across nodes",
+SECTION_TITLES = {"advice": "Advice", "oom": "Killed for memory (OOM)",
+                  "efficiency-model": "Efficiency", "balance": "Balance across nodes",
                   "memory": "Memory, every definition", "scheduler": "The scheduler's figures",
                   "accounting": "The scheduler's figures",
                   "differences": "Where jobmon and the scheduler differ"}
@@ -94,10 +94,11 @@ def side_panel(rep):
     extra = [k for k in rep if k not in KNOWN and rep[k] not in (None, [], {}, "")]
     extra.sort(key=lambda k: (SECTION_ORDER.index(k) if k in SECTION_ORDER
                               else len(SECTION_ORDER), k))
-    parts = [section(k, rep[k]) for k in extra if k == "advice"]
+    first = ("oom", "advice")     # how the job died, what to do: above everything
+    parts = [section(k, rep[k]) for k in first if k in extra]
     parts.append(box("summary", "Summary", rows_table(rep.get("totals") or [])))
     parts.append(efficiency_box(rep))
-    parts += [section(k, rep[k]) for k in extra if k != "advice"]
+    parts += [section(k, rep[k]) for k in extra if k not in first]
     return "\n".join(p for p in parts if p)
 
 

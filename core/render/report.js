@@ -115,6 +115,24 @@
     return {data: cols, series: series};
   }
 
+  // a moment (an OOM kill) as a red line across the plot, labelled at its top
+  function mark(u, marks) {
+    (marks || []).forEach(function (m) {
+      var x = u.valToPos(m.t, "x", true), ctx = u.ctx, top = u.bbox.top;
+      if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+      ctx.save();
+      ctx.strokeStyle = ctx.fillStyle = "#d62728";
+      ctx.lineWidth = 2 * devicePixelRatio;
+      ctx.beginPath();
+      ctx.moveTo(x, top);
+      ctx.lineTo(x, top + u.bbox.height);
+      ctx.stroke();
+      ctx.font = (11 * devicePixelRatio) + "px sans-serif";
+      ctx.fillText(m.label, x + 4 * devicePixelRatio, top + 12 * devicePixelRatio);
+      ctx.restore();
+    });
+  }
+
   function width(el) {
     return Math.max(300, el.clientWidth - 18);
   }
@@ -154,10 +172,11 @@
       axes: [{}, {size: 84, incrs: STEPS[plot.unit], values: tick(fmt)}],
       cursor: {sync: {key: "jobmon"}, points: {show: false}},
       legend: {live: true},
-      hooks: {setScale: [zoomOthers], draw: [drawn]}
+      hooks: {setScale: [zoomOthers], draw: [function (u) { mark(u, plot.marks); }, drawn]}
     };
     var u = new uPlot(opts, c.data, el);
     u.jobmonSeries = c.series;   // what each series shows (host, field), for readers
+    u.jobmonMarks = plot.marks;  // the moments drawn across it (an OOM kill), for readers
     plots[plot.id] = u;
   });
 

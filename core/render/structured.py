@@ -11,6 +11,7 @@ from ..printable import clean
 def _doc(rep):
     return {"job": rep["header"], "summary": rep["summary"],
             "efficiency": _named(rep.get("efficiency")), "memory": rep.get("memory") or [],
+            "oom": rep.get("oom") or [],
             "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
             "totals": _named(rep.get("totals")), "runs": rep["runs"],
             "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs")}
@@ -31,6 +32,7 @@ def figure_rows(rep):
     rows += [("efficiency", n, v, u, "") for n, v, u in rep.get("efficiency") or ()]
     rows += [("memory", m["name"], m["value"], "bytes", m["meaning"])
              for m in rep.get("memory") or ()]
+    rows += [("oom", "story", line, "", "") for line in rep.get("oom") or ()]
     rows += [("advice", a["rule"], a["text"], "", "") for a in rep.get("advice") or ()]
     if sch:
         rows += [("scheduler", n, v, u, sch.get("source") or "") for n, v, u in sch["figures"]]

@@ -33,6 +33,10 @@ def show(rep, console=None):
         console.print("tags: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in h["tags"].items()))
     _pairs(console, "efficiency", rep.get("efficiency") or ())
     show_memory(rep.get("memory") or (), console)
+    if rep.get("oom"):
+        console.print("[bold]out of memory[/bold]")
+        for line in rep["oom"]:
+            console.print(f"  {esc(line)}")
     if rep.get("advice"):
         console.print("[bold]advice[/bold]")
         for a in rep["advice"]:

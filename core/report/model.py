@@ -7,6 +7,7 @@ import time
 from ..summary import from_samples
 from ..advice import advise
 from ..metrics import STALL_COUNTERS
+from ..oom import story
 from ..config_report import defaults
 from ..efficiency import BASIS_TEXT, RESIDENT
 from . import canonical, nodes
@@ -199,6 +200,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
     return {"header": header, "totals": [t for t in totals if t[1] is not None],
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
             "memory": memory_rows(s, samples, eff, scheduler, many),
+            "oom": story(s),
             "advice": advise(dict(s, **eff), cfg or DEFAULT_CFG) if state != "running" else [],
             "scheduler": scheduler,
             "summary": s if many or state != "ended" else first.get("summary"),

@@ -99,6 +99,17 @@ def gpu_line(s):
     return f"GPU: {n:g} GPU{'s' if n != 1 else ''}{busy}" + (f", memory peak {peak}" if peak else "")
 
 
+def oom_line(s):
+    n = _num(s.get("oom_kills"))
+    if not n:
+        return None
+    who = f"{s.get('oom_command') or '?'} (pid {s['oom_pid']})" if s.get("oom_pid") \
+        else f"{n:g} process{'es' if n > 1 else ''}"
+    charge, limit = _num(s.get("oom_charge_bytes")), _num(s.get("oom_limit_bytes"))
+    at = f": {_size(charge)} charged of {_size(limit)}" if charge and limit else ""
+    return f"OOM: {who} killed for memory{at}"
+
+
 def io_line(s):
     r, w = _num(s.get("read_bytes")), _num(s.get("write_bytes"))
     if r is None and w is None:
@@ -118,7 +129,7 @@ def card_lines(summary, advice=()):
     head = [f"{PREFIX}job {job} {how}"]
     if len(head[0]) > MAX_COLUMNS:          # a long id keeps a line of its own
         head = [f"{PREFIX}job {job}", f"  {how}"]
-    facts = [x for x in (cpu_line(s), memory_line(s), gpu_line(s)) if x]
+    facts = [x for x in (oom_line(s), cpu_line(s), memory_line(s), gpu_line(s)) if x]
     footer = [f"  details: jobmon query {job}"]
     if len(footer[0]) > MAX_COLUMNS:
         footer = []

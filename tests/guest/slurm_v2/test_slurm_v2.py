@@ -52,6 +52,8 @@ def v2():
     ids["true"] = c.submit("true\n")
     ids["spikes"] = c.submit(SPIKE_TASK, array="0-2", mem="400M", output="slurm-%A_%a.out")
     ids["leaves"] = c.submit(LEAVES_DAEMONS)
+    ids["oom"] = c.submit("sleep 3\n/usr/bin/python3 -c \"x = b'1' * (300 << 20)\"\nsleep 1\n",
+                          mem="100M")
     done = {}
     try:
         for name, jid in ids.items():
@@ -163,3 +165,16 @@ def test_v2_processes_killed_at_the_end(v2):
     assert (s["exit_code"], s.get("signal")) == (0, None)
     assert s["procs_killed_at_end"] is not None and 0 <= s["procs_killed_at_end"] <= 2, s
     assert s["leftover_procs"] == s["procs_killed_at_end"], s
+
+
+def test_v2_a_job_killed_for_memory(v2):
+    """--mem=100M, a process wanting 300 MiB: killed at the job's memory.max. The sampler,
+    the job's user, may not read the kernel's log: the samples tell when, the job's
+    memory.events (counted up the tree on v2) how many."""
+    c, site, ids, _done = v2
+    [rec] = record(c, site, ids["oom"])
+    s = rec.summary
+    print({k: v for k, v in s.items() if k.startswith("oom") or k == "mem_limit_hits"})
+    assert s["oom_kills"] >= 1 and s["oom_events"] >= 1 and s["mem_limit_hits"] > 0, s
+    assert s["oom_source"] == "samples" and s["oom_limit_bytes"] == 100 << 20, s
+    assert s["start_time"] < s["oom_time"] <= s["end_time"] + 0.01
