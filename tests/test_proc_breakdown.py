@@ -53,7 +53,7 @@ def groups(record):
 def wait_named(procs, names):
     deadline = time.time() + 10
     while time.time() < deadline:
-        got = {parse_stat(read_once(b"/proc/%d/stat" % p.pid))[0] for p in procs}
+        got = {parse_stat(read_once(b"/proc/%d/stat" % p.pid))[0].decode() for p in procs}
         if got == set(names):
             return
         time.sleep(0.05)
@@ -65,7 +65,7 @@ def test_stat_parsing_takes_the_name_between_the_first_and_last_parenthesis():
     try:
         wait_named([p], ["a) (b c"])
         comm, state, ticks, start, rss = parse_stat(read_once(b"/proc/%d/stat" % p.pid))
-        assert comm == "a) (b c" and state in (b"R", b"S") and start > 0 and rss > 1 << 20
+        assert comm == b"a) (b c" and state in (b"R", b"S") and start > 0 and rss > 1 << 20
     finally:
         p.kill()
         p.wait()

@@ -22,9 +22,9 @@ TREE_ROOT, ZOMBIE, GRANDCHILD = 25010, 25016, 25018
 TREE = {"cpu_user_seconds": 0.18, "cpu_system_seconds": 0.34, "procs": 5, "threads": 8,
         "rchar_bytes": 802662, "wchar_bytes": 1048604, "read_bytes": 0, "write_bytes": 1056768,
         "mem_resident_bytes": 33536000, "mem_cache_bytes": 1533952, "mem_swap_bytes": 0,
-        # run-queue waits (schedstat) of the live one-thread processes (the 4-thread child's
-        # threads have no schedstat recorded)
-        "cpu_wait_seconds": 0.320431233}
+        # run-queue waits (schedstat), the zombie's too; of the 4-thread child only its main
+        # thread's (the others have no schedstat recorded)
+        "cpu_wait_seconds": 0.36010497}
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Taken at a lower rate than samples (config [procs] every_seconds, default 30 s) so that it
 stays within the sampler's cost budget: one read of /proc/<pid>/stat per live process of
-the job (pids from the probe: cgroup.procs in cgroup mode, the tree walk in procfs mode),
+the job (pids from the probe: cgroup.procs in cgroup mode; in procfs mode the probe's own
+walk has just read them all, zombies too, and hands over what it read),
 plus /proc/<pid>/cmdline of each group shown, only where the site allows command lines
 ([procs] cmdline, default off). What it keeps between takes: one (start, CPU ticks) pair per
 live process, to give CPU over the window. Standard library only (inside every job).
@@ -30,9 +31,25 @@ FIRST_AFTER = 10.0         # seconds to the first take (short jobs get one too)
 def parse_stat(data):
     """(comm, state, cpu ticks, start ticks, rss bytes) from /proc/<pid>/stat."""
     head, _, rest = data.rpartition(b") ")
-    comm = head.partition(b" (")[2].decode("utf-8", "replace")
     f = rest.split()
-    return comm, f[0], int(f[11]) + int(f[12]), int(f[19]), int(f[21]) * PAGE
+    return head.partition(b" (")[2], f[0], int(f[11]) + int(f[12]), int(f[19]), int(f[21]) * PAGE
+
+
+def read_stats(proc, pids):
+    """(pid, comm, state, cpu ticks, start ticks, rss bytes) of each of the live `pids` still
+    there, and of their zombie children (a probe lists live processes only)."""
+    pids = list(pids)
+    listed = set(pids)
+    for pid in pids:
+        try:
+            row = parse_stat(read_once(b"%s/%d/stat" % (proc, pid)))
+        except (OSError, ValueError, IndexError):
+            continue        # gone meanwhile
+        if pid in listed:
+            pids += [c for c in children(proc, pid) if c not in listed]
+        elif row[1] != b"Z":
+            continue        # a child of the job that is not its own (another cgroup)
+        yield (pid,) + row
 
 
 def wchan(proc, pid):
@@ -64,9 +81,11 @@ def cmdline(proc, pid):
 
 class Breakdown:
     def __init__(self, pids, top=5, every=30.0, with_cmdline=False, proc=PROC,
-                 clock=time.monotonic):
-        """pids(): the job's live pids (a probe's pids)."""
+                 clock=time.monotonic, stats=None):
+        """pids(): the job's live pids (a probe's pids); stats(): what read_stats gives,
+        from a probe that has just read it (procfs)."""
         self.pids, self.top, self.every = pids, max(min(int(top), MAX_TOP), 1), float(every)
+        self.stats = stats or (lambda: read_stats(self.proc, self.pids()))
         self.with_cmdline, self.proc, self.clock = with_cmdline, os.fsencode(proc), clock
         self.last = {}                  # pid -> (start ticks, cpu ticks) at the last take
         self.last_at = None
@@ -81,19 +100,8 @@ class Breakdown:
         window = now - self.last_at if self.last_at is not None else None
         uptime = float(read_once(b"%s/uptime" % self.proc).split()[0])
         groups, seen, dead = {}, {}, 0
-        pids = list(self.pids())
-        listed = set(pids)
-        for pid in pids:
-            try:
-                comm, state, ticks, start, rss = parse_stat(
-                    read_once(b"%s/%d/stat" % (self.proc, pid)))
-            except (OSError, ValueError, IndexError):
-                continue        # gone meanwhile
+        for pid, comm, state, ticks, start, rss in self.stats():
             state = state.decode("ascii", "replace")
-            if pid in listed:   # its zombie children: a probe lists live processes only
-                pids += [c for c in children(self.proc, pid) if c not in listed]
-            elif state != "Z":
-                continue        # a child of the job that is not its own (another cgroup)
             if state in ("Z", "X"):     # no CPU or memory of its own: counted, not timed
                 g = groups.setdefault(comm, [0, 0.0, 0, pid, -1.0, {}, []])
                 g[0] += 1
@@ -123,8 +131,8 @@ class Breakdown:
         top = []
         for comm in shown:
             n, cores, rss, pid, _, states, waiting = groups[comm]
-            entry = {"comm": comm, "procs": n, "cpu_cores": round(cores, 3), "rss_bytes": rss,
-                     "states": states}
+            entry = {"comm": comm.decode("utf-8", "replace"), "procs": n,
+                     "cpu_cores": round(cores, 3), "rss_bytes": rss, "states": states}
             waits = {}
             for w in filter(None, (wchan(self.proc, p) for p in waiting)):
                 waits[w] = waits.get(w, 0) + 1
@@ -153,4 +161,5 @@ def for_site(probe, warn=None, clock=time.monotonic):
         cfg = {k: d for k, (_t, d) in SCHEMA["procs"].items()}
     if cfg["top"] <= 0:
         return None
-    return Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"], clock=clock)
+    return Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"], clock=clock,
+                     stats=getattr(probe, "stats", None))

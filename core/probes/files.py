@@ -86,10 +86,35 @@ def parse_stat(data):
 
 def stat_fields(data):
     """/proc/<pid>/stat -> (state, ppid, minor faults, user ticks, system ticks (both with
-    reaped children), threads, start ticks since boot, resident pages, session)."""
-    f = data[data.rindex(b")") + 2:].split(None, 22)
-    return (f[0], int(f[1]), int(f[7]), int(f[11]) + int(f[13]), int(f[12]) + int(f[14]),
-            int(f[17]), int(f[19]), int(f[21]), int(f[3]))
+    reaped children), threads, start ticks since boot, resident pages, session, its own CPU
+    ticks, comm)."""
+    end = data.rindex(b")")
+    f = data[end + 2:].split(None, 22)
+    utime, stime = int(f[11]), int(f[12])
+    return (f[0], int(f[1]), int(f[7]), utime + int(f[13]), stime + int(f[14]),
+            int(f[17]), int(f[19]), int(f[21]), int(f[3]), utime + stime,
+            data[data.index(b"(") + 1:end])
+
+
+def scan_tree(proc, root, foreign):
+    """{pid: children} below root from one listing of `proc` (kernels without
+    CONFIG_PROC_CHILDREN); `foreign`, the pids known not to be below it, is kept up to date."""
+    listing = {int(n) for n in os.listdir(proc) if n.isdigit()}
+    foreign &= listing
+    kids = {}
+    for pid in listing - foreign:
+        try:
+            kids.setdefault(stat_fields(read_once(b"%s/%d/stat" % (proc, pid)))[1], []).append(pid)
+        except (OSError, ValueError, IndexError):
+            continue                 # exited between listing and reading
+    ours, todo = {root}, [root]
+    while todo:
+        for k in kids.get(todo.pop(), ()):
+            if k not in ours:
+                ours.add(k)
+                todo.append(k)
+    foreign |= (listing - foreign) - ours
+    return {pid: tuple(k) for pid, k in kids.items() if pid in ours}
 
 
 def parse_io(data):

@@ -16,7 +16,7 @@ parent of the job between two samples is not seen, so then the peak is a lower b
 import time
 from bisect import bisect_left, bisect_right
 
-from .files import TICK, ZOMBIE
+from .files import TICK, ZOMBIE, read_once, stat_fields
 
 NS = 10 ** 9 // TICK     # ns per tick of stat's start time
 
@@ -68,6 +68,19 @@ class Census:
         self.reaped = []       # Life of jobmon's children reaped before a walk found them
         self.before = [], []   # the last walk's births and gone processes: counted again
 
+    def reaping(self, proc, pid, command):
+        """jobmon, under `proc`, is about to reap `pid`, a zombie child no walk found (it
+        lived between two samples): it existed until now. If it is an orphan (not the
+        `command` jobmon started) and the command is alive, the command was not its parent."""
+        seen = now()
+        try:
+            f = stat_fields(read_once(b"%s/%d/stat" % (proc, pid)))
+        except (OSError, ValueError, IndexError):
+            return
+        orphan = command not in (None, pid)
+        self.reaped.append(Life(pid, f[6], seen, f[8], seen, orphan,
+                                command if orphan and alive(proc, command) else None))
+
     def count(self, moment, tree, born):
         """After a walk that began at `moment`: `tree`, the job's processes now (Proc), each
         found by an earlier walk and so existing at `moment`, but those in `born`, found by
@@ -82,7 +95,8 @@ class Census:
         # a birth saw more than the walks only if a process gone since existed then, or
         # an orphan's unseen parent did
         horizon = max([q.seen for q in gone + old_gone] or [0])
-        todo = [n for n in births + old_births if n.orphan or proven_from(n) <= horizon]
+        todo = [n for n in births + old_births
+                if n.orphan or horizon and proven_from(n) <= horizon]
         if todo:
             new = {id(p) for p in born}
             lives = [(proven_from(p), p.seen if id(p) in new else moment, p)
@@ -98,6 +112,13 @@ class Census:
                            at_birth(n, t, lives, bisect_left(keys, order(n))))
         self.peak = best
         return best
+
+
+def alive(proc, pid):
+    try:
+        return stat_fields(read_once(b"%s/%d/stat" % (proc, pid)))[0] not in ZOMBIE
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def at_birth(n, t, lives, older):

@@ -13,7 +13,7 @@ each exited thread's last read kept. Standard library only.
 """
 import os
 
-from .files import ZOMBIE, read_once, reader
+from .files import ZOMBIE, reader
 
 PSI_FILES = (("cpu", "cpu.pressure"), ("mem", "memory.pressure"), ("io", "io.pressure"))
 PSI = "psi"                # pressure_source: the job's cgroup's PSI
@@ -123,17 +123,6 @@ class RunQueue:
             live += t[1]
         return (self.gone + live) / 1e9
 
-    def update(self, waits):
-        """The same from {tid: wait ns} read elsewhere (the procfs probe reads schedstat)."""
-        for tid in [t for t in self.threads if t not in waits]:
-            self._drop(tid)
-        live = 0
-        for tid, ns in waits.items():
-            t = self.threads.setdefault(tid, [-1, 0])
-            t[1] = max(ns, t[1])
-            live += t[1]
-        return (self.gone + live) / 1e9
-
     def _path(self, tid):
         return b"%s/%d/schedstat" % (self.proc, tid)
 
@@ -168,20 +157,47 @@ def thread_ids(proc, pid):
     return [int(t) for t in os.listdir(b"%s/%d/task" % (os.fsencode(proc), pid))]
 
 
-def tree_waits(procs, proc=b"/proc"):
-    """{tid: run-queue wait ns} of the live processes of a procfs walk ({pid: Proc}): a
-    one-thread process's from the schedstat the walk read (it did not run since, or was
-    re-read); each thread's of the others."""
-    out = {}
-    for p in procs.values():
-        if p.state in ZOMBIE:
-            continue
-        if p.threads == 1 and p.sched:
-            out[p.pid] = run_delay(p.sched)
-            continue
-        try:
-            for tid in thread_ids(proc, p.pid):
-                out[tid] = run_delay(read_once(b"%s/%d/task/%d/schedstat" % (proc, p.pid, tid)))
-        except (OSError, ValueError, IndexError):
-            pass
-    return out
+class TreeWaits:
+    """The same for the processes of a procfs walk, kept as the walk re-reads them, so a
+    sample costs what changed: a one-thread process's wait from the schedstat the walk reads
+    anyway (it changes only when the process ran or waited); the threads of a process that
+    has had more than one, each read every sample (a RunQueue). A process or thread that
+    is gone keeps its last value."""
+
+    def __init__(self, proc=b"/proc"):
+        self.proc = os.fsencode(proc)
+        self.threads = RunQueue(proc)
+        self.multi = set()      # pids that have had more than one thread
+        self.single = {}        # pid -> last wait ns of a one-thread process
+        self.total = 0          # ns: over `single`, and the one-thread processes gone
+
+    def saw(self, p):
+        """p (the walk's Proc) was just read: its schedstat (p.sched) and threads."""
+        if p.threads > 1 and p.pid not in self.multi:   # its RunQueue counts it from now
+            self.multi.add(p.pid)
+            self.total -= self.single.pop(p.pid, 0)
+        if p.pid in self.multi or not p.sched:
+            return
+        ns, old = run_delay(p.sched), self.single.get(p.pid, 0)
+        if ns > old:
+            self.total += ns - old
+            self.single[p.pid] = ns
+
+    def left(self, pid):
+        self.single.pop(pid, None)
+        self.multi.discard(pid)
+
+    def seconds(self, procs):
+        """Seconds waited so far by the threads of the walk's processes ({pid: Proc})."""
+        tids = []
+        for pid in self.multi:
+            p = procs.get(pid)
+            if p is not None and p.state not in ZOMBIE:
+                try:
+                    tids += thread_ids(self.proc, pid)
+                except OSError:
+                    pass
+        return self.total / 1e9 + self.threads.read(tids)
+
+    def close(self):
+        self.threads.close()

@@ -25,10 +25,21 @@ import resource
 from . import Probe
 from .files import (PROC, TICK, ZOMBIE, io_fields, parse_io, parse_pss,  # noqa: F401
                     parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
-                    read_once, reaped_io, stat_fields)
+                    read_once, reaped_io, scan_tree, stat_fields)
 from .lifetimes import Census, Life, now
-from .pressure import RUN_QUEUE, RunQueue, tree_waits
-from .pss import PSS_SHARE, Proc, PssBook
+from .pressure import RUN_QUEUE, TreeWaits
+from .pss import PAGE, PSS_SHARE, Proc, PssBook
+
+# a process found having run less (its main thread; none reaped by it) moved at most a few
+# MB: its I/O counters (10 µs of the ~35 a new process costs) are read once it runs again,
+# or come with its parent's once it has exited
+LAZY_IO = 2_000_000   # ns
+
+
+def run_ns(sched):
+    """Run time in ns from schedstat (none read: as if it ran long)."""
+    return int(sched.split(None, 1)[0]) if sched else LAZY_IO
+
 
 NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes", "read_bytes",
          "write_bytes", "procs", "threads", "mem_resident_bytes", "mem_cache_bytes",
@@ -64,7 +75,8 @@ class ProcfsProbe(Probe):
         except OSError:
             self.has_schedstat = False
         self.nopen = 0
-        self.runqueue = RunQueue(proc)
+        self.waits = TreeWaits(proc)   # run-queue wait of its threads
+        self.comms = {}          # one bytes object per command name
         if not os.path.isdir(self._dir(root)):
             raise OSError(f"{self._dir(root).decode()} not readable")
         # CONFIG_PROC_CHILDREN: walk down from the root instead of listing all of /proc
@@ -134,8 +146,10 @@ class ProcfsProbe(Probe):
             #                it, and may hold its CPU and I/O already
         if p.counted:
             self._count(p, -1)
-        was_live = p.state not in ZOMBIE
-        p.state, p.ppid, p.minflt, p.user, p.system, p.threads, p.start, p.rss, p.sid = f
+        was_live, new = p.state not in ZOMBIE, p.start is None
+        (p.state, p.ppid, p.minflt, p.user, p.system, p.threads, p.start, p.rss, p.sid,
+         p.ticks, comm) = f
+        p.comm = self.comms.setdefault(comm, comm)
         p.mem = None
         live = p.state not in ZOMBIE
         if not live and p.died is None:
@@ -154,10 +168,11 @@ class ProcfsProbe(Probe):
             self.moved = True
             p.forked = p.forked or not set(kids) <= set(p.kids)
             p.kids = kids
-        try:
-            p.io = io_fields(read_once(p.dir + b"io"))
-        except (OSError, ValueError, IndexError):
-            pass                         # not ours to read (setuid): counted without its I/O
+        if not new or p.threads > 1 or p.user + p.system > p.ticks or run_ns(p.sched) >= LAZY_IO:
+            try:
+                p.io = io_fields(read_once(p.dir + b"io"))
+            except (OSError, ValueError, IndexError):
+                pass                     # not ours to read (setuid): counted without its I/O
         if live and p.pss is not None:
             try:
                 p.statm = parse_statm(read_once(p.dir + b"statm"))
@@ -165,6 +180,7 @@ class ProcfsProbe(Probe):
                 pass
         if p.counted:
             self._count(p, 1)
+        self.waits.saw(p)
         if live:   # its estimate is to be redone, and its PSS may be off (see PssBook)
             self.pss.stale.add(p.pid)
             if p.pss_at is not None and p.minflt != p.pss_minflt:
@@ -202,6 +218,7 @@ class ProcfsProbe(Probe):
         self._forget(p)
 
     def _forget(self, p):
+        self.waits.left(p.pid)
         if p.counted:
             self._count(p, -1)
             p.counted = False
@@ -234,29 +251,10 @@ class ProcfsProbe(Probe):
 
     # --- the tree --------------------------------------------------------------------------
 
-    def _scan(self):
-        """{pid: children} from one listing of /proc (kernels without CONFIG_PROC_CHILDREN)."""
-        listing = {int(n) for n in os.listdir(self.proc) if n.isdigit()}
-        self.foreign &= listing
-        kids = {}
-        for pid in listing - self.foreign:
-            try:
-                kids.setdefault(stat_fields(read_once(self._dir(pid) + b"stat"))[1], []).append(pid)
-            except (OSError, ValueError, IndexError):
-                continue                 # exited between listing and reading
-        ours, todo = {self.root}, [self.root]
-        while todo:
-            for k in kids.get(todo.pop(), ()):
-                if k not in ours:
-                    ours.add(k)
-                    todo.append(k)
-        self.foreign |= (listing - self.foreign) - ours
-        return {pid: tuple(k) for pid, k in kids.items() if pid in ours}
-
     def _walk(self):
         """Bring the tree below root up to date: {pid: Proc}."""
         moment = now()
-        scan = None if self.has_children else self._scan()
+        scan = None if self.has_children else scan_tree(self.proc, self.root, self.foreign)
         old, self.moved = self.procs, False
         top = () if self.include_root else self._kids(self.root, 0, scan)
         if top != self.top:
@@ -316,24 +314,10 @@ class ProcfsProbe(Probe):
         """jobmon is about to reap its child `pid`, a zombie: it existed until now. One no
         walk found (it lived between two samples) joins the census here."""
         p = self.procs.get(pid)
-        seen = now()
         if p is not None:
-            p.seen = seen
-            return
-        try:
-            f = stat_fields(read_once(self._dir(pid) + b"stat"))
-        except (OSError, ValueError, IndexError):
-            return
-        orphan = self.command not in (None, pid)
-        self.census.reaped.append(Life(pid, f[6], seen, f[8], seen, orphan,
-                                       self.command if orphan and self._alive(self.command)
-                                       else None))
-
-    def _alive(self, pid):
-        try:
-            return stat_fields(read_once(self._dir(pid) + b"stat"))[0] not in ZOMBIE
-        except (OSError, ValueError, IndexError):
-            return False
+            p.seen = now()
+        else:
+            self.census.reaping(self.proc, pid, self.command)
 
     def procs_peak(self):
         """The most processes known to have existed at once (zombies too: see lifetimes)."""
@@ -351,7 +335,7 @@ class ProcfsProbe(Probe):
         if mem is not None:
             out["mem_resident_bytes"], out["mem_cache_bytes"], out["mem_swap_bytes"] = mem
         if self.has_schedstat:
-            out["cpu_wait_seconds"] = self.runqueue.update(tree_waits(self.procs, self.proc))
+            out["cpu_wait_seconds"] = self.waits.seconds(self.procs)
         if not self.include_root:
             # what jobmon (the root) reaped: exact CPU from the kernel, I/O from /proc/self/io
             ru = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -380,6 +364,23 @@ class ProcfsProbe(Probe):
     def pids(self):
         return sorted(p.pid for p in self._walk().values() if p.state not in ZOMBIE)
 
+    def limits(self):
+        """Probe.limits from a process the last walk found (no walk of its own)."""
+        from ..efficiency import affinity_cores
+        live = next((p.pid for p in self.procs.values() if p.state not in ZOMBIE), None)
+        try:
+            cores = affinity_cores([] if live is None else [live])
+        except OSError:
+            cores = None
+        return {} if cores is None else {"cores": cores}
+
+    def stats(self):
+        """(pid, comm, state, own CPU ticks, start ticks, resident bytes) of each process as
+        the last walk read it: the per-process breakdown without reading /proc again (one
+        that did not run since cannot have changed but for pages the kernel reclaimed)."""
+        return [(p.pid, p.comm, p.state, p.ticks, p.start, p.rss * PAGE)
+                for p in self.procs.values()]
+
     def alive(self):
         self._walk()
         return self.sums[6] > 0
@@ -388,3 +389,4 @@ class ProcfsProbe(Probe):
         for p in self.procs.values():
             self._forget(p)
         self.procs = {}
+        self.waits.close()

@@ -32,7 +32,7 @@ class Proc:
     __slots__ = ("pid", "dir", "fd", "sched", "state", "ppid", "minflt", "user", "system",
                  "threads", "start", "rss", "kids", "io", "statm", "pss", "pss_at",
                  "pss_minflt", "pss_group", "forked", "mem", "counted", "sid", "seen", "died",
-                 "orphan", "not_parent")
+                 "orphan", "not_parent", "ticks", "comm")
 
     def __init__(self, pid, path):
         self.pid, self.dir = pid, path
@@ -163,8 +163,9 @@ class PssBook:
         self.tree, self.top, self.sizes, self.sums = tree, top, {}, sums
         self._refresh()
         stale = self.stale
-        for pid in regrouped:    # the fork family of its children changed
-            stale.update(p.pid for p in self.kin(pid))
+        for pid in regrouped:    # the fork family of its children changed: the shares of
+            # those read change (the others follow their median below)
+            stale.update(p.pid for p in self.kin(pid) if p.pss_at is not None)
             stale.add(pid)
         unread = []
         for pid in stale:
@@ -177,7 +178,8 @@ class PssBook:
             self._set(p, p.estimate(self.group(p)))
             self.touched.add(p.ppid)
         # never read: the median of its siblings that were (forked siblings run the same
-        # code), given out again when it moved by 5 % or the family changed
+        # code), given out again when it moved by 5 % (a family of 1000 growing would
+        # otherwise redo 1000 estimates a sample)
         for ppid in self.touched | regrouped:
             kin = self.kin(ppid)
             read = [p for p in kin if p.pss is not None and p.mem and p.state not in ZOMBIE]
@@ -186,7 +188,7 @@ class PssBook:
             if not read:
                 continue
             m = middle([p.mem for p in read])
-            if last is None or ppid in regrouped or abs(sum(m) - sum(last[0])) > sum(last[0]) / 20:
+            if last is None or abs(sum(m) - sum(last[0])) > sum(last[0]) / 20:
                 self.medians[ppid] = m, middle([(p.minflt, p.pss[6], 0) for p in read])[:2]
                 unread += [p for p in kin if p.pss_at is None and p.state not in ZOMBIE]
         for p in unread:
@@ -239,14 +241,22 @@ class PssBook:
         if self.allow <= 0:
             return
         n = int(self.allow / self.cost) + 1
-        todo = [tree[pid] for pid in self.faulted if pid in tree]
-        todo += [tree[pid] for pid in itertools.islice(unread, n) if pid in tree]
-        todo.sort(key=lambda p: p.doubt(now), reverse=True)
-        for p in todo[:n]:
-            if self.allow <= 0:
+        todo = [(p.doubt(now), p) for p in map(tree.get, self.faulted) if p is not None]
+        todo += [(self._doubt(p), p) for p in map(tree.get, itertools.islice(unread, n))
+                 if p is not None and p.pss_at is None]
+        unread.rotate(-min(n, len(unread)))   # (the next ones next time)
+        todo.sort(key=lambda x: x[0], reverse=True)
+        for doubt, p in todo[:n]:
+            if self.allow <= 0 or doubt < PAGE:
                 break
             if p.pss_at != now and p.state not in ZOMBIE and self._walks(p):
                 self._read(p, now)
+
+    def _doubt(self, p):
+        """A never-read process's doubt: its size, or, where read siblings give it their
+        median, how far its own faults are from theirs (idle forked workers: nothing)."""
+        like = self.medians.get(p.ppid)
+        return p.rss * PAGE if like is None else abs(p.minflt - like[1][0]) * PAGE
 
     def _walks(self, p):
         """Whether p's page tables fit in what this sample may still walk (and count it)."""
