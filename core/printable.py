@@ -70,3 +70,28 @@ def size(value, short=False):
         return f"{fixed(v, '.1f')} {unit}"
     text = fixed(v, ".0f" if abs(v) >= 99.95 else ".1f")
     return f"{text[:-2] if text.endswith('.0') else text} {unit}"
+
+
+def energy(joules):
+    """Energy as people read it: "850 J", "12.4 kJ", "4.5 MJ (1.25 kWh)"."""
+    if isinstance(joules, bool) or not isinstance(joules, (int, float)) or \
+            not abs(joules) < LARGEST_FIXED:
+        return fixed(joules) + (" J" if isinstance(joules, (int, float)) else "")
+    a = abs(joules)
+    if a < 1e3:
+        return f"{fixed(joules, '.1f')} J"
+    if a < 1e6:
+        return f"{fixed(joules / 1e3, '.1f')} kJ"
+    return f"{fixed(joules / 1e6, '.1f')} MJ ({fixed(joules / 3.6e6, '.2f')} kWh)"
+
+
+def co2e(grams):
+    """CO2 equivalent: "0.42 gCO2e", "12.3 gCO2e", "4.56 kgCO2e"."""
+    if isinstance(grams, bool) or not isinstance(grams, (int, float)) or \
+            not abs(grams) < LARGEST_FIXED:
+        return fixed(grams) + (" gCO2e" if isinstance(grams, (int, float)) else "")
+    a = abs(grams)
+    if a >= 1e3:
+        return f"{fixed(grams / 1e3, '.2f')} kgCO2e"
+    digits = 1 if a >= 10 else 2 if a >= 1 or a == 0 else 2 - math.floor(math.log10(a))
+    return f"{fixed(grams, f'.{digits}f')} gCO2e"     # 3 significant digits, written out

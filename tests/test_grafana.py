@@ -13,7 +13,7 @@ import pytest
 
 import grafana_model as gm
 from grafana_schema import validate
-from helpers import PYTHON, REPO, as_user, needs_test_user, root, shared_tmpdir
+from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, root, shared_tmpdir
 from jobmon.influx.schema import ALL_TAGS, FIELD_TYPES, JOB, SAMPLE, SHIPPER
 from jobmon.ship.state import COUNTERS
 
@@ -22,7 +22,9 @@ GENERATOR = os.path.join(gm.GRAFANA, "generator")
 SHOWCASE = "5.0"                 # the HTCondor job of the fixture's .job.ad
 # fields a real job may lack, by design: cgroup-only peaks (the jobs here run in procfs
 # mode), swap, a signal (exited jobs), GPU memory of a process NVML could not attribute
-OPTIONAL = {"mem_peak_bytes", "kernel_peak", "swap", "signal", "gpu_mem", "gpus_requested"}
+OPTIONAL = {"mem_peak_bytes", "kernel_peak", "swap", "signal", "gpu_mem", "gpus_requested",
+            # network: the GPU job runs in procfs mode, as its user: no cgroup v2 to count by
+            "net_rx", "net_tx"}
 
 BUSY = r"""
 import os, subprocess, sys, threading, time
@@ -216,13 +218,42 @@ def condor_gpu_job(site, gpu):
     assert p.returncode == 0, err
 
 
+def node_reader_jobs(site, gpu, base):
+    """On a node reader publishing the recorded GPU node, a recorded RAPL tree and its
+    network counters: the HTCondor GPU job, and a job of root's (a cgroup v2 of its own
+    beside its v1 ones) that talks to a local server."""
+    from node_site import CLIENT, Powered, Server
+    powered = Powered("xeon_2s", {"intel-rapl:0": 60, "intel-rapl:1": 40})
+    config = os.path.join(base, "node.toml")
+    with open(config, "w") as f:
+        f.write("[node_reader]\ncarbon_intensity = 300\n")
+    gpu.reader = subprocess.Popen([JOBMON, "node-reader", f"--dir={gpu.dir}", "--period=0.2",
+                                   f"--recorded={gpu.recording}", f"--config={config}",
+                                   f"--powercap={powered.powercap}",
+                                   f"--cpu-stat={powered.stat}"], stderr=subprocess.PIPE,
+                                  text=True)
+    try:
+        gpu.wait_published()
+        condor_gpu_job(site, gpu)
+        server = Server(answer=100_000)
+        site.jobmon("run", "--interval=0.2", "--job-id=net-1", "--", "sh", "-c",
+                    'sleep 1; "$0" -c "$1" "$2" 3000000; sleep 2', PYTHON, CLIENT,
+                    str(server.port), env=dict(site.env, JOBMON_GPU="off",
+                                               JOBMON_NODE_DIR=gpu.dir))
+    finally:
+        gpu.close()
+        powered.close()
+
+
 @pytest.fixture(scope="module")
 def filled(influx_server, tmp_path_factory):
     """Two clusters, three nodes, two users, an array, a failed job, a GPU job with a run
-    number, a quarantined file; every node shipped twice."""
+    number and a job talking to a local server on a node reader's node, a quarantined
+    file; every node shipped twice."""
     from gpu_node_site import GpuNode
     from influx_site import Site
-    site = Site(influx_server, tmp_path_factory.mktemp("grafana"), "grafana", samples_apart=True)
+    base = tmp_path_factory.mktemp("grafana")
+    site = Site(influx_server, base, "grafana", samples_apart=True)
     site.prepare()
     t0 = time.time()
     for k in (1, 2):            # an array; its second task fails
@@ -233,12 +264,7 @@ def filled(influx_server, tmp_path_factory):
             tags=("account=chem", "group=atlas", "request_cpus=1"))
     plant_junk(site)
     ship(site, "wn1", "alpha")
-    gpu = GpuNode()
-    try:
-        gpu.start(period=0.2)
-        condor_gpu_job(site, gpu)
-    finally:
-        gpu.close()
+    node_reader_jobs(site, GpuNode(), str(base))
     ship(site, "wn2", "beta")
     run_job(site, "9200", 1.0, user="jobmon-test2", tags=("account=chem",))
     ship(site, "wn3", "beta")
@@ -339,8 +365,8 @@ def test_multi_value_and_all_select_what_grafana_would(filled):
         series = run_query(site, q, t["datasource"])
         return series[0]["values"][0][1] if series else 0
 
-    assert count(["alpha"]) == 1 and count(["beta"]) == 2
-    assert count(["alpha", "beta"]) == count(gm.ALL) == 3
+    assert count(["alpha"]) == 1 and count(["beta"]) == 3
+    assert count(["alpha", "beta"]) == count(gm.ALL) == 4
     assert gm.replace_variables("/^${c:regex}$/", [{"name": "c", "multi": True}],
                                 {"c": ["a.b", "c"]}, {}) == r"/^(a\.b|c)$/"
     assert gm.interval_text(gm.interval_ms(0, 3600 * 1000)) == "5s"
@@ -375,3 +401,29 @@ def test_the_job_view_shows_the_jobs_own_figures(filled):
     assert eff["cpu"] == pytest.approx(100 * cpu / summary["wall_seconds"], rel=0.01, abs=0.01)
     assert eff["mem"] == pytest.approx(100 * summary["rss_peak_bytes"] / (512 << 20), rel=0.01)
     assert summary["rss_peak_bytes"] > 48 << 20          # the 48 MiB the job touched
+
+
+@root
+@needs_test_user
+def test_energy_and_network_panels_show_the_jobs_figures(filled):
+    """The showcase GPU job's energy is its GPU's counter plus its CPU and DRAM share, its
+    CO2e at the node reader's 300 g/kWh; the node view counts net-1's traffic."""
+    site, from_ms, to_ms = filled
+    job, node = DASHBOARDS["jobmon-job.json"], DASHBOARDS["jobmon-node.json"]
+
+    def rows(dash, title, values):
+        [p] = [p for p in gm.panels(dash) if p["title"] == title]
+        q = gm.substitute(p["targets"][0]["query"], dash["templating"]["list"], values, {},
+                          from_ms, to_ms)
+        return [dict(zip(s["columns"], v), **(s.get("tags") or {}))
+                for s in run_query(site, q, p["targets"][0]["datasource"]) for v in s["values"]]
+
+    [energy] = rows(job, "Energy and CO2e", SCENARIOS["jobmon-job.json"])
+    assert energy["energy_kwh"] > 0
+    assert energy["co2e_grams"] == pytest.approx(energy["energy_kwh"] * 300, rel=0.01)
+    power = [r["power"] for r in rows(job, "Power and network", SCENARIOS["jobmon-job.json"])
+             if r["power"] is not None]
+    assert power and max(power) > 300                  # the recorded H100 draws 350 W
+    net = [r for r in rows(node, "Network by job", SCENARIOS["jobmon-node.json"])
+           if r["job"] == "net-1" and r["tx"]]
+    assert net and max(r["tx"] for r in net) > 0

@@ -45,6 +45,11 @@ PLOTS = (
         ("gpu_util_percent", "utilization", "#2ca02c", None, None),)),
     ("gpu_mem", "GPU memory", "bytes", (
         ("gpu_mem_bytes", "GPU memory (job's processes)", "#9467bd", None, None),)),
+    ("power", "Power (GPUs' counter + CPU and DRAM apportioned)", "W", (
+        ("power_watts", "the job's power", "#d62728", None, None),)),
+    ("network", "Network", "bytes/s", (
+        ("net_rx_bytes", "received", "#1f77b4", None, "rate"),
+        ("net_tx_bytes", "sent", "#ff7f0e", None, "rate"))),
 )
 # procfs mode has no cgroup: its resident memory is a share (PSS), its "page cache" the
 # file pages the job maps, and nothing is charged

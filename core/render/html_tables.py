@@ -17,9 +17,11 @@ KNOWN = ("header", "totals", "summary", "runs", "hosts", "samples", "running", "
 SECTION_TITLES = {"advice": "Advice", "oom": "Killed for memory (OOM)",
                   "efficiency-model": "Efficiency", "balance": "Balance across nodes",
                   "memory": "Memory, every definition", "scheduler": "The scheduler's figures",
+                  "node": "Energy and network",
                   "accounting": "The scheduler's figures",
                   "differences": "Where jobmon and the scheduler differ"}
-SECTION_ORDER = ("advice", "balance", "memory", "scheduler", "accounting", "differences")
+SECTION_ORDER = ("advice", "balance", "memory", "node", "scheduler", "accounting",
+                 "differences")
 LAYOUTS = {}   # section -> its own layout (below), when the model's value has its shape
 
 # What the job asked for and was given, from its end-of-job summary: (field, label, unit).
@@ -248,7 +250,22 @@ def scheduler_layout(sch):
     return f"What {name} recorded", "".join(out)
 
 
-LAYOUTS.update(memory=memory_layout, scheduler=scheduler_layout)
+def node_layout(rows):
+    """Energy and network: [{name, value, unit, scope, method, note}], each figure with its
+    scope and method."""
+    if not isinstance(rows, (list, tuple)) or not all(
+            isinstance(r, dict) and {"name", "value", "scope", "method"} <= set(r)
+            for r in rows):
+        return None
+    body = "".join(
+        f'<tr><th>{esc(r["name"])}</th><td>{esc(_cell("", r["value"], r.get("unit")))}</td>'
+        f'<td class="how">{esc(r["scope"])}, {esc(r["method"])}</td></tr>'
+        + (f'<tr class="meaning"><td colspan="3">{esc(r["note"])}</td></tr>'
+           if r.get("note") else "") for r in rows)
+    return SECTION_TITLES["node"], f'<table class="figures">{body}</table>'
+
+
+LAYOUTS.update(memory=memory_layout, scheduler=scheduler_layout, node=node_layout)
 
 
 def advice_list(items):

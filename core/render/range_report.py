@@ -16,7 +16,8 @@ CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "suspects",
                "cpu_efficiency_p10", "cpu_efficiency_p50", "cpu_efficiency_p90",
                "mem_efficiency_p10", "mem_efficiency_p50", "mem_efficiency_p90",
                "wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
-               "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours")
+               "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours", "energy_jobs",
+               "energy_kwh", "co2e_kg")
 
 
 def to_json(model):
@@ -102,6 +103,16 @@ def _header(model, console):
                   + (f" · idle {hours(t['idle_gpu_hours'])} of {hours(t['gpu_hours'])} GPU-h"
                      if t["gpu_hours"] else "")
                   + f" · {model['suspect_count']} suspects")
+    if t.get("energy_jobs"):
+        console.print(f"energy {kwh(t['energy_kwh'])} kWh (GPUs' counters, CPU and DRAM "
+                      f"apportioned: docs/energy.md), {t['energy_jobs']:,} of "
+                      f"{t['jobs']:,} job runs measured"
+                      + (f" · {fixed(t['co2e_kg'], '.3g')} kgCO2e (estimated)"
+                         if t["co2e_kg"] else ""))
+
+
+def kwh(v):
+    return fixed(v, ",.0f" if v >= 1000 else ".3g")
 
 
 def _table(title):
@@ -123,12 +134,19 @@ def _groups(model, console):
     t.add_column("idle\ncore-h*", justify="right")
     t.add_column("idle\nGPU-h", justify="right")
     t.add_column("sus-\npects", justify="right")
+    energy = bool(model["total"].get("energy_jobs"))      # a site with node readers
+    if energy:
+        t.add_column("energy\nkWh", justify="right")
+        t.add_column("CO2e\nkg", justify="right")
     for g in model["groups"] + ([model["total"]] if len(model["groups"]) > 1 else []):
-        t.add_row(esc(g["key"]), f"{g['jobs']:,}", f"{g['goodput']:,}",
-                  f"{g['badput']:,}", percents(g["cpu_efficiency_percent"]),
-                  percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
-                  hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-",
-                  str(g["suspects"]), style="bold" if g is model["total"] else None)
+        cells = [esc(g["key"]), f"{g['jobs']:,}", f"{g['goodput']:,}",
+                 f"{g['badput']:,}", percents(g["cpu_efficiency_percent"]),
+                 percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
+                 hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-", str(g["suspects"])]
+        if energy:
+            cells += [kwh(g["energy_kwh"]) if g["energy_jobs"] else "-",
+                      fixed(g["co2e_kg"], ".3g") if g["co2e_kg"] else "-"]
+        t.add_row(*cells, style="bold" if g is model["total"] else None)
     console.print(t)
     console.print("* canonical core-hours: 1 core + 2 GiB each, whole units only (OSG)")
 

@@ -35,6 +35,7 @@
     "bytes/s": function (v) { return v == null ? "–" : bytes(v) + "/s"; },
     "cores": function (v) { return v == null ? "–" : v.toFixed(2); },
     "%": function (v) { return v == null ? "–" : v.toFixed(1) + " %"; },
+    "W": function (v) { return v == null ? "–" : v.toFixed(1) + " W"; },
     "count": function (v) { return v == null ? "–" : String(Math.round(v)); }
   };
 

@@ -12,9 +12,16 @@ def _doc(rep):
     return {"job": rep["header"], "summary": rep["summary"],
             "efficiency": _named(rep.get("efficiency")), "memory": rep.get("memory") or [],
             "oom": rep.get("oom") or [],
+            "node": rep.get("node") or [], "scope_and_method": _figures(rep["summary"]),
             "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
             "totals": _named(rep.get("totals")), "runs": rep["runs"],
             "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs")}
+
+
+def _figures(summary):
+    """{field: {scope, method[, note]}} of every summary field the table knows."""
+    from ..metrics_doc import figure
+    return {k: figure(k) for k in summary or {} if figure(k)}
 
 
 def _named(rows):
@@ -33,6 +40,8 @@ def figure_rows(rep):
     rows += [("memory", m["name"], m["value"], "bytes", m["meaning"])
              for m in rep.get("memory") or ()]
     rows += [("oom", "story", line, "", "") for line in rep.get("oom") or ()]
+    rows += [("node", r["name"], r["value"], r["unit"], f"{r['scope']}, {r['method']}"
+              + (f"; {r['note']}" if r.get("note") else "")) for r in rep.get("node") or ()]
     rows += [("advice", a["rule"], a["text"], "", "") for a in rep.get("advice") or ()]
     if sch:
         rows += [("scheduler", n, v, u, sch.get("source") or "") for n, v, u in sch["figures"]]

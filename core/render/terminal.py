@@ -37,6 +37,7 @@ def show(rep, console=None):
         console.print("[bold]out of memory[/bold]")
         for line in rep["oom"]:
             console.print(f"  {esc(line)}")
+    show_node(rep.get("node") or (), console)
     if rep.get("advice"):
         console.print("[bold]advice[/bold]")
         for a in rep["advice"]:
@@ -101,6 +102,22 @@ def show_memory(rows, console):
     t.add_column("meaning", overflow="fold", ratio=1)
     for r in rows:
         t.add_row(esc(r["name"]), human(r["value"], "bytes"), esc(r["meaning"]))
+    console.print(t)
+
+
+def show_node(rows, console):
+    """Energy and network, each figure with its scope and method: a node's apportioned
+    energy or a device's is never shown as the job's own exact figure."""
+    if not rows:
+        return
+    t = Table(title="energy and network (scope, method)", box=None)
+    t.add_column("figure", style="bold", overflow="fold")
+    t.add_column("value", justify="right", no_wrap=True)
+    t.add_column("scope, method", no_wrap=True)
+    t.add_column("note", overflow="fold", ratio=1)
+    for r in rows:
+        t.add_row(esc(r["name"]), human(r["value"], r["unit"]) if r["unit"] else
+                  esc(r["value"]), esc(f"{r['scope']}, {r['method']}"), esc(r["note"] or ""))
     console.print(t)
 
 

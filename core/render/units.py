@@ -2,7 +2,7 @@
 import datetime
 import math
 
-from ..printable import LARGEST_FIXED, clean, fixed, size
+from ..printable import LARGEST_FIXED, clean, co2e, energy, fixed, size
 
 LONGEST = datetime.timedelta.max.total_seconds()   # beyond it, no "(d days, h:mm:ss)"
 
@@ -52,7 +52,11 @@ def human(value, unit=""):
             f"{value:.0f} s ({datetime.timedelta(seconds=round(value))})"
     if unit == "yes/no":
         return "yes" if value else "no"
-    if unit in ("%", "J"):
+    if unit == "J":
+        return energy(value)
+    if unit == "gCO2e":
+        return co2e(value)
+    if unit in ("%", "W"):
         return f"{fixed(value, '.1f')} {unit}"
     if unit == "cores":
         return f"{fixed(value)} cores"

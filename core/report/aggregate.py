@@ -28,6 +28,9 @@ DEFAULTS = {
 # summed per group (hours)
 SUMS = ("wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
         "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours")
+# the node reader's energy, summed per group from the summaries that have it (energy_jobs
+# of them: a node without a reader gives none): (sum, summary field, factor)
+ENERGY = (("energy_kwh", "energy_joules", 1 / 3.6e6), ("co2e_kg", "co2e_grams", 1e-3))
 
 
 def group_key(record, by):
@@ -113,7 +116,8 @@ class _Group:
     def __init__(self, key):
         self.key = key
         self.jobs = self.goodput = self.badput = self.unknown = 0
-        self.sums = dict.fromkeys(SUMS, 0.0)
+        self.sums = dict.fromkeys(SUMS + tuple(e[0] for e in ENERGY), 0.0)
+        self.sums["energy_jobs"] = 0
         self.cpu_eff, self.mem_eff = [], []
         self.suspects = 0
 
@@ -129,6 +133,10 @@ class _Group:
         self.sums["wall_hours"] += (summary.get("wall_seconds") or 0) / 3600.0
         for k in SUMS[1:]:
             self.sums[k] += figures.get(k) or 0.0
+        if summary.get("energy_joules") is not None:
+            self.sums["energy_jobs"] += 1
+        for k, field, factor in ENERGY:
+            self.sums[k] += (summary.get(field) or 0.0) * factor
         if figures.get("cpu_efficiency_percent") is not None:
             self.cpu_eff.append(figures["cpu_efficiency_percent"])
         if figures.get("mem_efficiency_percent") is not None:
@@ -155,6 +163,9 @@ def run_of(records):
     summaries = [r["summary"] for r in records]
     s = dict(summaries[0], wall_seconds=max(x.get("wall_seconds") or 0 for x in summaries),
              samples=sum(x.get("samples") or 0 for x in summaries))
+    for _k, field, _f in ENERGY:      # every node's share of its own node's energy
+        vals = [x[field] for x in summaries if x.get(field) is not None]
+        s[field] = sum(vals) if vals else None
     f = dict(figs[0])
     for k in SUMS[1:] + ("cores_allocated", "mem_allocated_bytes", "gpus_allocated"):
         vals = [x[k] for x in figs if x.get(k) is not None]

@@ -10,13 +10,13 @@ from ..metrics import STALL_COUNTERS
 from ..oom import story
 from ..config_report import defaults
 from ..efficiency import BASIS_TEXT, RESIDENT
-from . import canonical, nodes
+from . import canonical, node_figures, nodes
 from .job_efficiency import efficiency_of
 from .scheduler import ending
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
-            "rchar_bytes", "wchar_bytes", "gpu_energy_joules", "samples", "lost_points",
-            "leftover_procs", "procs_killed_at_end") + STALL_COUNTERS
+            "rchar_bytes", "wchar_bytes", "samples", "lost_points", "leftover_procs",
+            "procs_killed_at_end") + node_figures.ADDITIVE + STALL_COUNTERS
 # shares of a node's run: a multi-node run's is its worst node's
 SHARES = ("cpu_pressure_percent", "cpu_wait_percent", "mem_pressure_percent",
           "io_pressure_percent")
@@ -95,6 +95,8 @@ def combine(summaries):
     for k in LARGEST + SHARES:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = max(vals) if vals else None
+    for k in node_figures.TEXTS:
+        out[k] = next((s[k] for s in summaries if s.get(k)), None)
     codes = [s for s in summaries if s.get("signal") or s.get("exit_code")]
     first = (codes or summaries)[0]
     out["exit_code"], out["signal"] = first.get("exit_code"), first.get("signal")
@@ -182,9 +184,9 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         ("of those, killed by the scheduler at the end", s.get("procs_killed_at_end") or None,
          "count"),
         ("GPUs", s.get("gpu_count"), "count"),
-        ("GPU utilization (average)", s.get("gpu_util_avg_percent"), "%"),
+        ("GPU utilization (average, of the whole devices)", s.get("gpu_util_avg_percent"),
+         "%"),
         ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),
-        ("GPU energy", s.get("gpu_energy_joules"), "J"),
         ("samples", s.get("samples"), "count"),
         ("end not in the figures (cut short), at most", s.get("missing_seconds_max") or None,
          "s"),
@@ -201,6 +203,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
             "memory": memory_rows(s, samples, eff, scheduler, many),
             "oom": story(s),
+            "node": node_figures.rows(s),
             "advice": advise(dict(s, **eff), cfg or DEFAULT_CFG) if state != "running" else [],
             "scheduler": scheduler,
             "summary": s if many or state != "ended" else first.get("summary"),

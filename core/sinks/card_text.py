@@ -7,7 +7,7 @@ jobmon.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
 from ..efficiency import BASIS_TEXT, signal_name, sizing_peak
-from ..printable import clean, fixed, size
+from ..printable import clean, co2e, energy, fixed, size
 
 MAX_LINES, MAX_COLUMNS = 8, 80
 PREFIX = "jobmon: "
@@ -117,9 +117,31 @@ def io_line(s):
     return f"I/O: read {_size(r or 0)}, wrote {_size(w or 0)} (storage)"
 
 
+def energy_line(s):
+    """The job's energy: its GPUs' counter and its apportioned share of the node's CPU and
+    DRAM energy (the node reader; docs/energy.md), and its CO2e."""
+    joules = _num(s.get("energy_joules"))
+    if joules is None:
+        return None
+    parts = (s.get("energy_parts") or "").split(";")[0].split(",")
+    how = (["GPU counter"] if "gpu" in parts else []) + \
+        (["CPU+DRAM apportioned"] if "cpu" in parts or "dram" in parts else [])
+    grams = _num(s.get("co2e_grams"))
+    return "; ".join([f"Energy: {energy(joules)}"] + ([", ".join(how)] if how else [])
+                     + ([co2e(grams)] if grams is not None else []))
+
+
+def network_line(s):
+    rx, tx = _num(s.get("net_rx_bytes")), _num(s.get("net_tx_bytes"))
+    if rx is None and tx is None:
+        return None
+    return f"Network: sent {_size(tx or 0)}, received {_size(rx or 0)}"
+
+
 def card_lines(summary, advice=()):
-    """The card: a header (job, ending, wall time), CPU, memory, GPU and I/O where known,
-    advice lines (as many as fit), and where to read more. advice: [(rule, text)] or
+    """The card: a header (job, ending, wall time), CPU, memory, GPU where known, advice
+    lines (as many as fit), I/O, energy and network where room is left, and where to read
+    more. advice: [(rule, text)] or
     [{"rule", "text"}]."""
     s = summary or {}
     job = s.get("job") or "?"
@@ -136,9 +158,9 @@ def card_lines(summary, advice=()):
     texts = [a["text"] if isinstance(a, dict) else a[1] for a in advice or ()]
     room = MAX_LINES - len(head) - len(footer) - len(facts)
     tips = [f"advice: {t}" for t in texts[:max(room, 0)]]
-    io = io_line(s)
-    if io and len(tips) < room:
-        facts.append(io)
+    for extra in (io_line(s), energy_line(s), network_line(s)):   # where advice left room
+        if extra and len(head) + len(facts) + len(tips) + len(footer) < MAX_LINES:
+            facts.append(extra)
     lines = head + ["  " + x for x in facts] + ["  " + t for t in tips] + footer
     return [_fit(x) for x in lines[:MAX_LINES]]
 

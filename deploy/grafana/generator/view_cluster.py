@@ -69,6 +69,16 @@ def build():
                                          "&${__url_time_range}"}])],
         description="Users by idle canonical core-hours (cores and memory held but unused)."))
 
+    p.append(row(g, "Energy"))
+    for tag, label in (("user", "user"), ("account", "account"), ("cluster", "site")):
+        p.append(barchart(g, f"Energy (kWh) and CO2e (kg) by {label}", [table_target(
+            f'SELECT sum("energy_joules") / 3600000 AS energy_kwh, '
+            f'sum("co2e_grams") / 1000 AS co2e_kg FROM "{JOB}" WHERE {CJ} GROUP BY "{tag}"')],
+            w=8, description="The jobs' energy where node readers run: their GPUs' counters "
+                             "plus their apportioned share of their nodes' CPU package and "
+                             "DRAM energy; CO2e at each node's carbon intensity "
+                             "(docs/energy.md). Jobs on nodes without a reader add nothing."))
+
     p.append(row(g, "Shipper health"))
     p.append(timeseries(g, "Spool backlog by node", [target(
         f'SELECT last("spool_bytes") FROM "{SHIPPER}" WHERE {SF} '

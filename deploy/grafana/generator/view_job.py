@@ -13,6 +13,11 @@ BY_TIME = "GROUP BY time($__interval), \"host\" fill(none)"
 ALLOC = "GROUP BY time($__interval), \"host\" fill(previous)"
 PERCENT = [(None, "red"), (25, "orange"), (50, "yellow"), (75, "green")]
 
+ENERGY = ("The job's energy (where the node reader runs): its GPUs' own counter (scope "
+          "device: a shared GPU's whole energy), plus its share of the node's CPU package and "
+          "DRAM energy by its share of the node's CPU time (scope job, method apportioned); "
+          "CO2e at the site's carbon intensity (estimated). docs/energy.md.")
+
 ADVICE = """\
 **Reading the signals.** `cpu_idle_samples`: samples in which the job used under 1 % of a
 core while it ran (a stalled job). `mem_rising` = 1: resident memory rose steadily
@@ -46,6 +51,11 @@ def build():
     p.append(stat(g, "GPU-hours", [target(
         f'SELECT sum("gpu_hours") AS gpu_hours, sum("idle_gpu_hours") AS idle_gpu_hours '
         f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=3))
+    p.append(stat(g, "Energy and CO2e", [target(
+        f'SELECT sum("energy_joules") / 3600000 AS energy_kwh, sum("co2e_grams") AS co2e_grams '
+        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=4,
+        overrides=[unit_override("energy_kwh", "kwatth"), unit_override("co2e_grams", "none")],
+        description=ENERGY))
     p.append(table(g, "Job summary", [table_target(
         f'SELECT "start_time" * 1000 AS started, "end_time" * 1000 AS ended, "wall_seconds", "exit_code", "signal", '
         f'"cpu_user_seconds", "cpu_system_seconds", "cpu_cores_avg", "rss_peak_bytes", '
@@ -111,6 +121,17 @@ def build():
         f'non_negative_derivative(last("gpu_energy_joules"), 1s) AS gpu_watts '
         f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="bytes",
         overrides=[unit_override("gpu_watts", "watt")]))
+    p.append(timeseries(g, "Power and network", [target(
+        f'SELECT mean("power_watts") AS power, '
+        f'non_negative_derivative(last("net_rx_bytes"), 1s) AS net_rx, '
+        f'non_negative_derivative(last("net_tx_bytes"), 1s) AS net_tx '
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="watt",
+        overrides=[unit_override(n, "binBps") for n in ("net_rx", "net_tx")],
+        description="power: the job's energy per second, as in 'Energy and CO2e' (its GPUs' "
+                    "counter plus its apportioned CPU and DRAM share). net_rx, net_tx: what "
+                    "its sockets received and sent, counted on its own cgroup v2 by the node "
+                    "reader's BPF program (exact; none on cgroup v1 or in procfs mode: "
+                    "docs/network.md)."))
 
     p.append(row(g, "Scheduler"))
     p.append(table(g, "Requested and allocated (scheduler's figures)", [table_target(

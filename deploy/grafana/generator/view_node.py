@@ -40,6 +40,19 @@ def build():
     p.append(timeseries(g, "Storage writes by job (stacked)", [
         target(f'SELECT non_negative_derivative(last("write_bytes"), 1s) FROM "{SAMPLE}" '
                f'WHERE {H} {PER_JOB}', alias="$tag_job $tag_run")], unit="binBps", stack=True))
+    p.append(timeseries(g, "Power by job (stacked)", [
+        target(f'SELECT mean("power_watts") FROM "{SAMPLE}" WHERE {H} {PER_JOB}',
+               alias="$tag_job $tag_run")], unit="watt", stack=True, w=12,
+        description="Each job's power: its GPUs' counter plus its apportioned share of the "
+                    "node's CPU package and DRAM energy (docs/energy.md); with the 'busy' "
+                    "share the jobs' sum is the node's power less its own daemons' share."))
+    p.append(timeseries(g, "Network by job", [
+        target(f'SELECT non_negative_derivative(last("net_rx_bytes"), 1s) AS rx, '
+               f'non_negative_derivative(last("net_tx_bytes"), 1s) AS tx FROM "{SAMPLE}" '
+               f'WHERE {H} {PER_JOB}', alias="$col $tag_job $tag_run")], unit="binBps", w=12,
+        description="What each job's sockets received and sent (its cgroup v2, the node "
+                    "reader's BPF counters: docs/network.md); jobs on cgroup v1 or in procfs "
+                    "mode have none."))
     p.append(table(g, "Jobs that started on $host", [table_target(
         f'SELECT "wall_seconds", "cpu_cores_avg", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_sizing_peak_bytes", "mem_allocated_bytes", "mem_efficiency_percent", '

@@ -1,0 +1,71 @@
+"""The report's "energy and network" section: the node reader's figures of a run, each with
+its scope and method (jobmon.metrics_doc), so that no renderer shows the devices' energy
+or the node's apportioned one as if it were the job's own exact figure. A model, no
+rendering; read side, standard library only."""
+from ..metrics_doc import figure
+
+KWH = 3.6e6
+ROWS = (
+    ("gpu_energy_joules", "GPU energy", "J"),
+    ("cpu_energy_joules", "CPU package energy", "J"),
+    ("dram_energy_joules", "DRAM energy", "J"),
+    ("energy_joules", "energy", "J"),
+    ("co2e_grams", "CO2e", "gCO2e"),
+    ("net_rx_bytes", "network received", "bytes"),
+    ("net_tx_bytes", "network sent", "bytes"),
+    ("net_rx_packets", "packets received", "count"),
+    ("net_tx_packets", "packets sent", "count"),
+)
+SHARES = {"busy": "by the job's share of the CPU time the node used (idle power shared by "
+                  "whatever ran)",
+          "capacity": "by the job's share of all the node's CPU time (idle CPUs' energy is "
+                      "nobody's)"}
+# summary fields that are not additive over a multi-node run's nodes: the first node's
+TEXTS = ("energy_share", "energy_parts", "net_source")
+ADDITIVE = tuple(f for f, _l, _u in ROWS) + ("gpu_shared_samples", "energy_missing_seconds")
+
+
+def _row(name, field, value, unit, note=None, scope=None, method=None):
+    f = figure(field) or {}
+    return {"name": name, "field": field, "value": value, "unit": unit,
+            "scope": scope or f.get("scope"), "method": method or f.get("method"),
+            "note": note if note is not None else f.get("note")}
+
+
+def _note(s, field):
+    if field in ("cpu_energy_joules", "dram_energy_joules") and s.get("energy_share"):
+        missing = s.get("energy_missing_seconds")
+        return SHARES.get(s["energy_share"], s["energy_share"]) + (
+            f"; {missing:g} s of the run not in it (the node reader restarted)"
+            if missing else "")
+    if field == "gpu_energy_joules":
+        shared, samples = s.get("gpu_shared_samples"), s.get("samples")
+        if shared:
+            return (f"the GPUs' whole energy: another job's processes were on them in "
+                    f"{shared} of {samples} samples, and their use is in it")
+        if shared == 0:
+            return "the job's own: no other process was on its GPUs"
+    if field == "energy_joules":
+        parts = (s.get("energy_parts") or "").split(";")[0].split(",")
+        how = (["GPUs: their devices' counter"] if "gpu" in parts else []) + \
+            (["CPU and DRAM: apportioned"] if "cpu" in parts or "dram" in parts else [])
+        return "; ".join(how) or None
+    if field == "co2e_grams" and s.get("energy_joules"):
+        return (f"at {s['co2e_grams'] / (s['energy_joules'] / KWH):.0f} gCO2e/kWh, the "
+                "site's carbon intensity")
+    return None
+
+
+def rows(s):
+    """[{name, field, value, unit, scope, method, note}] of a run's summary; a row saying
+    why network figures are not there, where the summary says."""
+    s = s or {}
+    out = [_row(label, field, s[field], unit, _note(s, field))
+           for field, label, unit in ROWS if s.get(field) is not None]
+    parts = s.get("energy_parts")
+    if parts and ";" in parts:          # a part is missing: say which and why
+        out.append(_row("energy covers", "energy_parts", parts, ""))
+    source = s.get("net_source")
+    if source and source != "bpf":
+        out.append(_row("network", "net_source", source, ""))
+    return out
