@@ -19,6 +19,8 @@ REPORT = {
     "major_faults_per_second": (float, 50.0),  # this many a second at its limit: thrashing
     "io_pressure_percent": (float, 30.0),     # waited for storage this share of the run
     "idle_samples_percent": (float, 50.0),    # samples at ~0 CPU: a stall suspect
+    "idle_allocation_seconds": (float, 600.0),  # cores at ~0 CPU or GPUs without a process
+    #                                             of the job this long at a stretch: flagged
     "gpu_low_percent": (float, 10.0),         # GPU utilization below this: idle GPUs
     "short_job_seconds": (float, 60.0),       # shorter jobs: batch them
     "node_busy_percent": (float, 90.0),       # one node of several did this share of the
@@ -43,3 +45,15 @@ POSITIVE = {"rightsize_coverage_percent", "rightsize_min_tasks"}
 def defaults():
     """{key: default}: the thresholds a reader uses without a site file."""
     return {k: d for k, (_t, d) in REPORT.items()}
+
+
+def site(warn=None):
+    """The site's [report] section, or its defaults where the configuration cannot be read
+    (said through `warn`)."""
+    try:
+        from . import config
+        return config.load()["report"]
+    except Exception as e:
+        if warn:
+            warn(f"site configuration unusable ({e}); the [report] defaults apply")
+        return defaults()

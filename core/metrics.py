@@ -84,6 +84,18 @@ SAMPLE_FIELDS = (
      "over the job's GPUs; other users of a shared GPU count too)"),
     ("gpu_mem_bytes", "bytes", "gauge",
      "GPU memory held by the job's processes, summed over its GPUs (NVML per-process use)"),
+    ("gpus_in_use", "count", "gauge",
+     "of the job's GPUs, those one of its processes is on (holds a context: NVML's process "
+     "list, through the node reader)"),
+    ("cpu_idle_seconds", "s", "gauge",
+     "how long the job has used under 0.01 cores while it had processes, this stretch (0 "
+     "while it uses CPU): cores allocated and idle"),
+    ("gpu_unused_seconds", "s", "gauge",
+     "how long at least one of the job's GPUs has had none of its processes on it, this "
+     "stretch (0 while every one has): GPUs allocated and idle"),
+    ("mem_limit_bytes", "bytes", "gauge",
+     "the memory limit the kernel holds the job to (its cgroup's), once read (from the "
+     "first samples on)"),
     ("gpu_energy_joules", "J", "counter",
      "energy the job's GPUs used since the job started (NVML, whole GPUs, none for MIG "
      "slices; Volta and later). Node reader: every sample, start and end interpolated between "
@@ -316,6 +328,11 @@ SUMMARY_FIELDS = (
      "User, HTCondor's Owner"),
     ("cpu_idle_samples", "count",
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
+    ("cpu_idle_longest_seconds", "s", "the longest stretch of cpu_idle_seconds"),
+    ("gpu_unused_longest_seconds", "s", "the longest stretch of gpu_unused_seconds"),
+    ("idle_allocation", "text", "which allocation the job held idle at a stretch for at "
+     "least the site's [report] idle_allocation_seconds (600): cores, gpus, cores,gpus, or "
+     "empty"),
     ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),
     ("mem_growth_bytes_per_hour", "bytes/h",
      "what resident memory grew by per hour in the run's second half: the median slope "

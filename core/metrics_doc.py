@@ -30,7 +30,7 @@ _TABLE = {
         mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
         mem_major_faults mem_limit_hits mem_high_hits oom_events oom_kills procs threads
         oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
-        oom_charge_bytes oom_limit_bytes oom_anon_bytes oom_cache_bytes
+        oom_charge_bytes oom_limit_bytes oom_anon_bytes oom_cache_bytes gpus_in_use
         gpu_count gpu_mem_bytes net_rx_bytes net_tx_bytes net_rx_packets net_tx_packets
         start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
@@ -43,13 +43,16 @@ _TABLE = {
         power_watts""",
     ("job", "derived"): """cpu_cores cpu_cores_avg mem_sizing_peak_bytes mem_sizing_basis
         cpu_pressure_percent cpu_wait_percent mem_pressure_percent io_pressure_percent
+        cpu_idle_seconds gpu_unused_seconds cpu_idle_longest_seconds
+        gpu_unused_longest_seconds idle_allocation
         cpu_efficiency_percent mem_efficiency_percent canonical_units provisioned_core_hours
         used_core_hours idle_core_hours idle_canonical_core_hours idle_limited_by outcome
         outcome_reason outcome_cause window_seconds""",
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
-        scheduler_user pressure_source oom_source energy_parts net_source""",
+        scheduler_user pressure_source oom_source energy_parts net_source
+        mem_limit_bytes""",
     ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
     ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours",
     ("node", "recorded"): "host psi energy_share carbon_intensity",

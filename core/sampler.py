@@ -51,6 +51,7 @@ class Sampler:
         self.own_process = own_process
         self.base = {}            # counter values at the start, for jobs with a past
         self.cpu_overhead = 0.0   # s of jobmon's own CPU in a cgroup's counters (take_off)
+        self.fixed = {}           # figures every sample carries once known (its limit)
         for s in list(self.sinks):
             self._safe(s, "open", job)
         # the per-process breakdown, at its own lower rate (probes/breakdown.py)
@@ -89,6 +90,7 @@ class Sampler:
                 values[k] -= v
         if self.cpu_overhead and "cpu_user_seconds" in values:
             take_off(values, self.cpu_overhead)
+        values.update(self.fixed)
         if extra:
             values.update(extra)
         now = self.clock()

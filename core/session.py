@@ -103,6 +103,8 @@ class Session:
         sample = self.sampler.tick()
         if not self.limits and self.sampler.fold.samples <= 3:   # its processes may come late
             self.limits = self._limits()
+            if self.limits.get("memory_bytes"):
+                self.sampler.fixed["mem_limit_bytes"] = self.limits["memory_bytes"]
         self._oom_check(sample)
         return sample
 
@@ -132,7 +134,9 @@ class Session:
             tasks_peak = None   # that moment, not the job's: the samples say what it had
         s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
         procs_peak = getattr(sampler.probe, "procs_peak", lambda: None)()
-        s.update(sampler.fold.totals(tasks_peak, procs_peak))
+        from .config_report import site
+        report = site(sampler._warn)
+        s.update(sampler.fold.totals(tasks_peak, procs_peak, report["idle_allocation_seconds"]))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))
         # a scheduler's job waits for its record of the run (`jobmon reconcile`)

@@ -6,6 +6,8 @@ summary) and gets the same figures the summary would have.
 """
 import os
 
+from .config_report import REPORT
+from .idle import IDLE_CORES, Stretches   # noqa: F401  (IDLE_CORES: a sample is idle below it)
 from .metrics import NODE_COUNTERS, STALL_COUNTERS
 
 # sample field -> summary field holding its largest value
@@ -18,7 +20,7 @@ LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "
 # suspects, kept as the samples come: a sample is idle below this many cores busy, and the
 # footprint "rose steadily" when a line fits its samples this well (R^2) and rose by this
 # share of its start over at least this many samples
-IDLE_CORES = 0.01
+IDLE_ALLOCATION = REPORT["idle_allocation_seconds"][1]   # the site's default
 RISING_FIT, RISING_SHARE, RISING_SAMPLES = 0.8, 0.25, 10
 # the growth rate is the median slope between every two resident memory samples of the
 # run's second half (Theil-Sen), of at most this many kept evenly spaced over the run: the
@@ -40,6 +42,7 @@ class Fold:
         self.fit_at_peak = None      # that fit when resident memory was at its peak
         self.trend = []              # (hours, bytes): every `trend_every`-th sample
         self.trend_every, self.trend_seen = 1, 0
+        self.idle = Stretches()      # cores and GPUs held unused, stretch by stretch
 
     def add(self, sample):
         self.samples += 1
@@ -60,6 +63,7 @@ class Fold:
         for k in NODE_COUNTERS:
             if sample.get(k) is not None:
                 self.seen[k] = sample[k]
+        self.idle.add(sample)
         if not sample.get("procs", 1):
             return   # the job's last read, after its processes are gone
         cores = sample.get("cpu_cores")
@@ -127,10 +131,11 @@ class Fold:
         return (late and slope > 0 and cov * cov / (vx * vy) >= RISING_FIT
                 and span >= RISING_SHARE * max(start, 1 << 20))
 
-    def totals(self, tasks_peak=None, procs_peak=None):
+    def totals(self, tasks_peak=None, procs_peak=None, idle_threshold=IDLE_ALLOCATION):
         """Summary fields that come from the samples. tasks_peak: the pids controller's
         high-water mark of the job's tasks, where there is one; procs_peak: the most
-        processes known to have existed at once (procfs mode)."""
+        processes known to have existed at once (procfs mode); idle_threshold: the
+        site's [report] idle_allocation_seconds."""
         last, pk = self.last, self.peaks
         out = {k: last.get(k) for k in LAST}
         for field, name in PEAKS.items():
@@ -156,6 +161,7 @@ class Fold:
         out["samples"] = self.samples
         out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
+        out.update(self.idle.totals(idle_threshold))
         out.update(stall_shares(out, wall, cpu))
         return out
 

@@ -191,6 +191,43 @@ def run_job(site, job_id, seconds, code=0, user="jobmon-test", tags=()):
     assert r.returncode == code and "Traceback" not in r.stderr, r.stderr
 
 
+# spins, sleeps (an idle stretch), then wants more than its cgroup's limit: killed for memory
+GREEDY = r"""
+import time
+t = time.time()
+while time.time() - t < 1.0: pass
+time.sleep(1.2)
+x = b"1" * (96 << 20)
+"""
+OOM_JOB = "oom-1"
+
+
+def oom_job(site):
+    """A root job in a cgroup of its own (on this hybrid host: PSI), its memory limit set to
+    48 MiB once jobmon made the cgroup: cores idle for a while, then killed for memory."""
+    from jobmon import cgroups
+    gate = os.path.join(shared_tmpdir("jobmon-grafana-"), "go")
+    p = subprocess.Popen([os.path.join(os.path.dirname(PYTHON), "jobmon"), "run",
+                          "--interval=0.2", f"--job-id={OOM_JOB}", "--cgroup=create",
+                          "--cgroup-version=1", "--tag=request_memory=48MiB", "--",
+                          "/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"',
+                          gate, PYTHON, "-c", GREEDY], env=site.env, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{p.pid}")
+        deadline = time.time() + 30
+        while not os.path.exists(os.path.join(mem, "cgroup.procs")):
+            assert time.time() < deadline and p.poll() is None, "no job cgroup"
+            time.sleep(0.01)
+        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(48 << 20))
+        open(gate, "w").close()
+        _out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == -9 and "Traceback" not in err, err
+
+
 def plant_junk(site, user="jobmon-test"):
     """A spool file that is not line protocol: the shipper quarantines it, a loss of
     `user`'s, reason `quarantined`."""
@@ -267,12 +304,16 @@ def filled(influx_server, tmp_path_factory):
     node_reader_jobs(site, GpuNode(), str(base))
     ship(site, "wn2", "beta")
     run_job(site, "9200", 1.0, user="jobmon-test2", tags=("account=chem",))
+    oom_job(site)
     ship(site, "wn3", "beta")
     ship(site, "wn1", "alpha")           # each node's counters more than once: a rate
     yield site, int(t0 * 1000) - 60000, int(time.time() * 1000) + 5000
     site.close()
 
 
+# job-view panels of what the showcase (a procfs job that ended well) has not: PSI, an OOM
+# kill; shown on the job that has them below
+NOT_IN_SHOWCASE = ("Stalled on CPU, memory, I/O (PSI)", "Killed for memory")
 SCENARIOS = {   # what a user picks: values of the variables, per dashboard
     "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": "jobmon-test",
                         "account": gm.ALL, "group": gm.ALL, "host": gm.ALL, "run": gm.ALL},
@@ -283,6 +324,7 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
                          "group": gm.ALL},
 }
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
+           "oom_command", "oom_source",
            "mem_sizing_basis", "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 
@@ -341,8 +383,11 @@ def test_every_query_returns_typed_data_from_real_jobs(filled, name):
         if where.startswith("variable"):
             continue
         q = gm.substitute(t["query"], variables, values, options, from_ms, to_ms)
+        series = run_query(site, q, t["datasource"])
+        if not series and any(f"panel {title!r}" in where for title in NOT_IN_SHOWCASE):
+            continue      # test_the_job_view_of_a_job_that_stalled_and_was_killed has them
         try:
-            check_typed(where, q, run_query(site, q, t["datasource"]))
+            check_typed(where, q, series)
         except AssertionError as e:
             failed.append(str(e).split("\nassert")[0])
     assert not failed, "\n".join(failed)
@@ -427,3 +472,37 @@ def test_energy_and_network_panels_show_the_jobs_figures(filled):
     net = [r for r in rows(node, "Network by job", SCENARIOS["jobmon-node.json"])
            if r["job"] == "net-1" and r["tx"]]
     assert net and max(r["tx"] for r in net) > 0
+
+
+@root
+@needs_test_user
+def test_the_job_view_of_a_job_that_stalled_and_was_killed(filled):
+    """The job panels the showcase lacks, on the root job killed for memory: PSI figures,
+    the story of its kill; and the cluster's idle allocations: the showcase's GPU, which
+    none of its processes was on."""
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS["jobmon-job.json"]
+    variables = dash["templating"]["list"]
+    values = dict(SCENARIOS["jobmon-job.json"], job=OOM_JOB, user="root")
+    by_title = {p["title"]: p for p in gm.panels(dash)}
+    for title in NOT_IN_SHOWCASE:
+        t = by_title[title]["targets"][0]
+        q = gm.substitute(t["query"], variables, values, {}, from_ms, to_ms)
+        check_typed(f"panel {title!r}", q, run_query(site, q, t["datasource"]))
+    t = by_title["Killed for memory"]["targets"][0]
+    q = gm.substitute(t["query"], variables, values, {}, from_ms, to_ms)
+    [row] = [dict(zip(s["columns"], v)) for s in run_query(site, q, t["datasource"])
+             for v in s["values"]]
+    assert row["oom_kills"] == 1 and row["oom_source"] == "kernel log", row
+    assert row["oom_limit_bytes"] == 48 << 20 and row["oom_command"]
+    cluster = DASHBOARDS["jobmon-cluster.json"]
+    [t] = [p for p in gm.panels(cluster) if p["title"] == "Idle allocations now"][0]["targets"]
+    q = gm.substitute(t["query"], cluster["templating"]["list"],
+                      SCENARIOS["jobmon-cluster.json"], {"cluster": ["alpha", "beta"]},
+                      from_ms, to_ms)
+    idle = {s["tags"]["job"]: dict(zip(s["columns"], s["values"][0]))
+            for s in run_query(site, q, t["datasource"])}
+    # the showcase held its recorded GPU with no process of it on it all its run
+    assert idle[SHOWCASE]["gpus"] == 1 and idle[SHOWCASE]["gpus_in_use"] == 0, idle
+    assert idle[SHOWCASE]["gpu_unused"] >= 1.0, idle
+    assert idle[OOM_JOB]["cpu_idle"] is not None, idle

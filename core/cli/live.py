@@ -59,12 +59,22 @@ def sort_rows(rows, by):
     return sorted(rows, key=lambda r: (r[key] is None, sign * (r[key] or 0), str(r["job"])))
 
 
+def job_alerts(job, cfg):
+    """Banners of a running job (jobmon.render.live.alerts), at the site's thresholds."""
+    from ..render.live import alerts
+    last = job.samples[-1] if job.samples else {}
+    return alerts(job.job, last, cfg["idle_allocation_seconds"], cfg["mem_near_limit_percent"])
+
+
 def top_text(spool, st, by):
     import shutil
+    from ..config_report import site
     from ..render.live import WIDTH, top_screen
     from ..stores.live import running
     jobs, problems = running(spool, st, last=2)
     now = time.time()
+    cfg = site()
+    problems = list(problems) + [a for j in jobs for a in job_alerts(j, cfg)]
     rows = sort_rows([row(j, now) for j in jobs], by)
     title = (f"jobmon top — {os.uname().nodename} — {len(rows)} running job"
              f"{'' if len(rows) == 1 else 's'} — by {by} — {time.strftime('%H:%M:%S')}")
@@ -138,7 +148,9 @@ def watch_model(job, now):
         out.append(series("GPU util %", [s.get("gpu_util_percent") for s in smp],
                           lambda v: number(v, 0), 100))
     idle_for, span = cpu_last_used(smp, now)
+    from ..config_report import site
     return {"job": job.job, "run": info.get("run"), "user": info.get("user"),
+            "alerts": job_alerts(job, site()),
             "cpu_idle_for": idle_for, "samples_span": span,
             "host": info.get("host"), "method": info.get("method"), "age": r["age"],
             "command": info.get("command"), "alloc": r["alloc"], "eff": r["eff"],

@@ -84,7 +84,7 @@ class View:
     """What a job needs of one snapshot, worked out once per snapshot: its devices'
     utilization, the GPU processes on them, and whether one of them is gone."""
 
-    __slots__ = ("util", "procs", "by_pid", "gone")
+    __slots__ = ("util", "procs", "by_pid", "gone", "lists")
 
     def __init__(self, current, same_ns):
         self.gone = None in current
@@ -93,6 +93,7 @@ class View:
             else round(sum(utils) / len(utils), 1)
         lists = [d.get("procs") for d in current]
         self.procs = None if self.gone or None in lists else [p for ps in lists for p in ps]
+        self.lists = None if self.procs is None else lists   # each device's processes
         self.by_pid = None
         if same_ns and self.procs is not None:    # {pid: its GPU memory, None: unknown}
             self.by_pid = {}
@@ -187,9 +188,14 @@ class NodeGpuProbe:
             return values
         if view.util is not None:
             values["gpu_util_percent"] = view.util
-        mem = self._memory(view)
+        # the job's pids, asked for only when some process is on its GPUs
+        pids = set(self.main.pids()) if view.procs else set()
+        mem = self._memory(view, pids)
         if mem is not None:
             values["gpu_mem_bytes"] = mem
+        in_use = self._in_use(view, pids)
+        if in_use is not None:
+            values["gpus_in_use"] = in_use
         if self.energy:
             joules = self.energy.joules()      # at the latest reading
             if joules is not None:
@@ -198,15 +204,31 @@ class NodeGpuProbe:
                 self._warn_once(f"no GPU energy for this job: {self.energy.lost}")
         return values
 
-    def _memory(self, view):
+    def _in_use(self, view, pids):
+        """How many of the job's GPUs one of its processes is on (holds a context); None
+        where the reader could not tell whose a process is."""
+        if view.lists is None:
+            return None
+        if not view.procs:
+            return 0
+        n = 0
+        for procs in view.lists:
+            mine = [p["pid"] in pids if view.by_pid is not None else
+                    self.matcher.mine(p, pids) for p in procs]
+            if True in mine:
+                n += 1
+            elif None in mine:
+                return None
+        return n
+
+    def _memory(self, view, pids):
         """GPU memory of the job's processes on its devices; None if NVML or the reader
-        could not tell for one of them. The job's pids are asked for only when some
-        process is on its GPUs; one that is not the job's makes the sample shared."""
+        could not tell for one of them (pids: the job's). One that is not the job's makes
+        the sample shared."""
         if view.procs is None:
             return None
         if not view.procs:
             return 0
-        pids = set(self.main.pids())
         total = 0
         if view.by_pid is not None:
             if view.by_pid.keys() - pids:

@@ -183,6 +183,28 @@ def last_used(idle_for, span):
     return f"CPU: last used {duration(idle_for)} ago (under 0.01 cores since) -- stalled?"
 
 
+def alerts(job, last, idle_after, near_percent):
+    """Banner lines from a job's latest sample: an allocation held idle for at least
+    `idle_after` seconds (GPUs none of its processes is on, cores under 0.01 busy), and
+    resident memory within `near_percent` % of its memory limit (what the OOM killer
+    counts: page cache is given back first)."""
+    job, out = clean(job), []
+    unused, gpus = last.get("gpu_unused_seconds"), last.get("gpu_count") or 0
+    if unused and unused >= idle_after:
+        free = gpus - (last.get("gpus_in_use") or 0)
+        out.append(f"IDLE {job}: {free} of its {gpus} GPU{'s' if gpus > 1 else ''} without a "
+                   f"process of it for {duration(unused)}")
+    idle = last.get("cpu_idle_seconds")
+    if idle and idle >= idle_after:
+        out.append(f"IDLE {job}: its cores under 0.01 busy for {duration(idle)}")
+    limit, resident = last.get("mem_limit_bytes"), last.get("mem_resident_bytes")
+    if limit and resident is not None and 100.0 * resident / limit >= near_percent:
+        out.append(f"MEMORY {job}: resident {size(resident)} is "
+                   f"{fixed(100.0 * resident / limit, '.0f')} % of its {size(limit)} limit: "
+                   "near an OOM kill")
+    return out
+
+
 SERIES_LABEL = 10
 SERIES_VALUE = 8
 
@@ -201,6 +223,7 @@ def watch_screen(m):
     lines.append(f"cores allocated: {number(alloc, 1) if alloc else 'unknown'}; CPU efficiency "
                  f"so far: {percent(m.get('eff'))}")
     lines.append(cut(last_used(m.get("cpu_idle_for"), m.get("samples_span")), WIDTH))
+    lines += [cut(a, WIDTH) for a in m.get("alerts") or ()]
     spark = WIDTH - SERIES_LABEL - 2 * SERIES_VALUE - 3
     count = max((len(s[1]) for s in m["series"]), default=0)
     lines += ["", f"{'':{SERIES_LABEL}} {'now':>{SERIES_VALUE}} "

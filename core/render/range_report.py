@@ -168,13 +168,25 @@ def _wasters(model, console):
     t.add_column("given", no_wrap=True)
     for name in ("CPU %", "mem %", "idle\ncore-h*", "idle\nGPU-h"):
         t.add_column(name, justify="right", no_wrap=True)
+    t.add_column("held idle", overflow="fold")
     t.add_column("outcome", overflow="fold")
     for r in rows:
         t.add_row(esc(r["job"]), esc(r["user"]), allocated(r),
                   _pct(r["cpu_efficiency_percent"]), _pct(r["mem_efficiency_percent"]),
                   hours(r["idle_canonical_core_hours"]), hours(r["idle_gpu_hours"]),
-                  esc(r["outcome"] or "-"))
+                  held_idle(r), esc(r["outcome"] or "-"))
     console.print(t)
+
+
+def held_idle(r):
+    """"idle cores 12m, GPUs 1h05m": the allocations a run held idle at a stretch past the
+    site's idle_allocation_seconds, each its longest stretch; "-" for none."""
+    from .live import duration
+    flagged = (r.get("idle_allocation") or "").split(",")
+    parts = [f"{name} {duration(r.get(field))}" for kind, name, field in (
+        ("cores", "cores", "cpu_idle_longest_seconds"),
+        ("gpus", "GPUs", "gpu_unused_longest_seconds")) if kind in flagged]
+    return "idle " + ", ".join(parts) if parts else "-"
 
 
 def _pct(v):

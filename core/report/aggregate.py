@@ -86,7 +86,11 @@ def job_row(record, figures):
             "mem_efficiency_percent": figures.get("mem_efficiency_percent"),
             "idle_canonical_core_hours": figures.get("idle_canonical_core_hours"),
             "idle_gpu_hours": figures.get("idle_gpu_hours"),
-            "outcome": figures.get("outcome"), "outcome_reason": figures.get("outcome_reason")}
+            "outcome": figures.get("outcome"), "outcome_reason": figures.get("outcome_reason"),
+            # allocations held idle at a stretch past the site's idle_allocation_seconds
+            "idle_allocation": s.get("idle_allocation") or None,
+            "cpu_idle_longest_seconds": s.get("cpu_idle_longest_seconds"),
+            "gpu_unused_longest_seconds": s.get("gpu_unused_longest_seconds")}
 
 
 def suspicions(summary, figures, limits):

@@ -1,8 +1,8 @@
 """The cluster overview: running jobs, efficiency distributions, idle canonical core-hours
 and GPU-hours by group and by site, top wasters, goodput/badput, and shipper health."""
 from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard, field_links,
-                     filter_vars, histogram, match, piechart, row, table, table_target, target,
-                     timeseries, unit_override)
+                     filter_vars, histogram, match, piechart, row, stat, table, table_target,
+                     target, timeseries, unit_override)
 
 CF = match("cluster", "account", "group", "user") + " AND $__timeFilter"
 CJ = CF + " AND " + RUNS   # job points: runs, not their steps
@@ -54,6 +54,32 @@ def build():
         by("account", "idle_gpu_hours", "idle_gpu_hours")], w=8))
     p.append(barchart(g, "Idle GPU-hours by site", [
         by("cluster", "idle_gpu_hours", "idle_gpu_hours")], w=8))
+    p.append(table(g, "Idle allocations now", [table_target(
+        f'SELECT last("cpu_idle_seconds") AS cpu_idle, last("gpu_unused_seconds") AS gpu_unused, '
+        f'last("gpu_count") AS gpus, last("gpus_in_use") AS gpus_in_use FROM "{SAMPLE}" '
+        f'WHERE {CF} GROUP BY "job", "run", "user", "host"')], h=8, sort="gpu_unused",
+        hidden=("time",), decimals=0,
+        overrides=[unit_override("cpu_idle", "s"), unit_override("gpu_unused", "s")],
+        description="Each job's latest sample in the range: how long it has held its cores "
+                    "at ~0 CPU (cpu_idle) and GPUs none of its processes is on (gpu_unused), "
+                    "this stretch, longest first. A job past the site's [report] "
+                    "idle_allocation_seconds (600 s by default) is flagged in its summary "
+                    "(idle_allocation) and in `jobmon top` and `jobmon watch`."))
+    p.append(stat(g, "Jobs killed for memory", [target(
+        f'SELECT count("oom_time") AS jobs, sum("oom_kills") AS processes FROM "{JOB}" '
+        f'WHERE {CJ}', fmt="table")], w=8,
+        description="Job runs in which the kernel's OOM killer killed a process, and how "
+                    "many processes it killed (oom_kills)."))
+    p.append(table(g, "Waiting and stalls by user", [table_target(
+        f'SELECT mean("cpu_pressure_percent") AS cpu_psi, mean("cpu_wait_percent") AS cpu_run_queue, '
+        f'mean("mem_pressure_percent") AS memory_psi, mean("io_pressure_percent") AS io_psi '
+        f'FROM "{JOB}" WHERE {CJ} GROUP BY "user"')], w=16, h=8, decimals=1,
+        overrides=[unit_override(n, "percent")
+                   for n in ("cpu_psi", "cpu_run_queue", "memory_psi", "io_psi")],
+        description="Mean over each user's jobs of the share of the run spent waiting for a "
+                    "CPU (PSI, or the run queue where there is no PSI), stalled on memory and "
+                    "on storage (PSI): a high share means the node, not the request, held "
+                    "the job back (docs/reports.md, \"Why a job waited\")."))
     p.append(table(g, "Top wasters", [table_target(
         f'SELECT sum("idle_canonical_core_hours") AS idle_canonical_core_hours, '
         f'sum("idle_core_hours") AS idle_core_hours, sum("idle_gpu_hours") AS idle_gpu_hours, '

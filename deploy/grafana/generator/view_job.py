@@ -107,6 +107,37 @@ def build():
         f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
         f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="binBps",
         description="read/write: storage; rchar/wchar: every read()/write()-like call."))
+    p.append(timeseries(g, "Stalled on CPU, memory, I/O (PSI)", [target(
+        f'SELECT non_negative_derivative(last("cpu_pressure_seconds"), 1s) * 100 AS cpu, '
+        f'non_negative_derivative(last("mem_pressure_seconds"), 1s) * 100 AS memory, '
+        f'non_negative_derivative(last("io_pressure_seconds"), 1s) * 100 AS io '
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="percent",
+        description="Share of each interval during which a thread of the job waited for a "
+                    "CPU, stalled on memory (reclaim, refaults) or waited for storage: the "
+                    "kernel's pressure stall information of the job's cgroup (cgroup v2, or "
+                    "the v2 cgroup jobmon makes on a hybrid host). Empty where the job has "
+                    "none: see the run-queue wait beside it."))
+    p.append(timeseries(g, "Waiting for a CPU (run queue)", [target(
+        f'SELECT non_negative_derivative(last("cpu_wait_seconds"), 1s) AS threads_waiting '
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="none",
+        decimals=2,
+        description="Where the job's cgroup has no PSI (cgroup v1, procfs mode, PSI off): "
+                    "how many of its threads waited for a CPU on average (run-queue wait "
+                    "from schedstat, per second). A busy node, not a job that needs fewer "
+                    "cores."))
+    p.append(table(g, "Killed for memory", [table_target(
+        f'SELECT "oom_kills", "oom_time" * 1000 AS oom_time, "oom_command", "oom_pid", '
+        f'"oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes", '
+        f'"oom_source" FROM "{JOB}" WHERE {F} AND "oom_kills" > 0 GROUP BY "host", "run"')],
+        h=5, hidden=("time",),
+        overrides=[unit_override(n, "bytes") for n in (
+            "oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes")]
+        + [unit_override("oom_time", "dateTimeAsIso")],
+        description="The kernel's OOM killer killed a process of the job: the first kill, "
+                    "its process, the job's charge and limit then, anonymous memory against "
+                    "page cache; from the kernel's log where jobmon could read it, else from "
+                    "the samples either side (oom_source). docs/reports.md, \"Killed for "
+                    "memory\"."))
     p.append(timeseries(g, "Processes and threads", [target(
         f'SELECT max("procs") AS procs, max("threads") AS threads FROM "{SAMPLE}" '
         f'WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="none"))
