@@ -218,3 +218,9 @@ def advise(summary, cfg):
         if text:
             out.append({"rule": rule.__name__, "text": text})
     return out
+
+
+def summary_text(summary, cfg):
+    """The advice as one line for the summary (`advice`): each rule's text and name,
+    " | " between them; "" when none has any."""
+    return " | ".join(f"{a['text']} ({a['rule']})" for a in advise(summary, cfg))

@@ -326,6 +326,16 @@ SUMMARY_FIELDS = (
      "(sacct --json), or the uid of `CANCELLED by UID` (its text form)"),
     ("scheduler_user", "text", "whose job the scheduler says the run was (reconciled): Slurm's "
      "User, HTCondor's Owner"),
+    ("scheduler_memory_bytes", "bytes", "the scheduler's own memory figure of the run "
+     "(reconciled): HTCondor's MemoryUsage (anon + shmem polled every 5 s), Slurm's MaxRSS "
+     "(the largest step's sample every JobAcctGatherFrequency)"),
+    ("scheduler_cpu_seconds", "s", "the scheduler's own CPU figure of the run (reconciled): "
+     "HTCondor's RemoteUserCpu + RemoteSysCpu, Slurm's TotalCPU"),
+    ("batch", "text", "the batch the job belongs to, as `jobmon report` groups them: \"array "
+     "12345\" (Slurm array), \"batch NAME\" (HTCondor JobBatchName), \"dag SCHEDD#ID\" "
+     "(DAGManJobId), \"cluster SCHEDD#4711\" (an HTCondor cluster); absent for a lone job"),
+    ("advice", "text", "the advice on the run (docs/reports.md), one line per rule as "
+     "`text (rule)`, at its end and again once reconciled; empty when no rule has any"),
     ("cpu_idle_samples", "count",
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
     ("cpu_idle_longest_seconds", "s", "the longest stretch of cpu_idle_seconds"),

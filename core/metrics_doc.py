@@ -47,12 +47,12 @@ _TABLE = {
         gpu_unused_longest_seconds idle_allocation
         cpu_efficiency_percent mem_efficiency_percent canonical_units provisioned_core_hours
         used_core_hours idle_core_hours idle_canonical_core_hours idle_limited_by outcome
-        outcome_reason outcome_cause window_seconds""",
+        outcome_reason outcome_cause window_seconds advice""",
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
         scheduler_user pressure_source oom_source energy_parts net_source
-        mem_limit_bytes""",
+        mem_limit_bytes scheduler_memory_bytes scheduler_cpu_seconds batch""",
     ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
     ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours",
     ("node", "recorded"): "host psi energy_share carbon_intensity",

@@ -162,6 +162,8 @@ class Session:
                 str(self.job["command"][0]))) if killed and self.job.get("command") else None))
             self.oom.close()
         s["command"] = self.job.get("command")
+        from .batches import batch_text
+        s["batch"], s["advice"] = batch_text(self.job), _advice(s)
         sampler.close(s)
         return s
 
@@ -175,6 +177,22 @@ def _oom_watch(probe):
     from .oom import OomWatch
     try:
         return OomWatch(d)
+    except Exception:
+        return None
+
+
+def _advice(summary):
+    """The advice on the run by the site's thresholds (its [report], else the defaults),
+    for the summary's `advice`; None where it fails (never the job's end)."""
+    from .config_report import defaults
+    try:
+        from . import config
+        cfg = config.load()["report"]
+    except Exception:   # the job's end goes on: the defaults
+        cfg = defaults()
+    try:
+        from .advice import summary_text
+        return summary_text(summary, cfg)
     except Exception:
         return None
 

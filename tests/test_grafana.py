@@ -13,7 +13,8 @@ import pytest
 
 import grafana_model as gm
 from grafana_schema import validate
-from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, root, shared_tmpdir
+from helpers import JOBMON, PYTHON, REPO, as_user, fixture, needs_test_user, root, \
+    shared_tmpdir
 from jobmon.influx.schema import ALL_TAGS, FIELD_TYPES, JOB, SAMPLE, SHIPPER
 from jobmon.ship.state import COUNTERS
 
@@ -282,6 +283,16 @@ def node_reader_jobs(site, gpu, base):
         powered.close()
 
 
+def reconcile(site):
+    """`jobmon reconcile` of every node's runs, HTCondor's history being the recorded one of
+    the pool whose job ad the HTCondor job ran with: its record of 5.0 settles that run."""
+    config = site.config + ".reconcile"
+    with open(site.config) as f, open(config, "w") as out:
+        out.write(f.read() + '[condor]\nhistory = "%s"\n'
+                  % fixture("htcondor", "real-pool-25.14", "history"))
+    site.jobmon("reconcile", "--all-hosts", "--since=1d", env=dict(site.env, JOBMON_CONFIG=config))
+
+
 @pytest.fixture(scope="module")
 def filled(influx_server, tmp_path_factory):
     """Two clusters, three nodes, two users, an array, a failed job, a GPU job with a run
@@ -307,6 +318,7 @@ def filled(influx_server, tmp_path_factory):
     oom_job(site)
     ship(site, "wn3", "beta")
     ship(site, "wn1", "alpha")           # each node's counters more than once: a rate
+    reconcile(site)
     yield site, int(t0 * 1000) - 60000, int(time.time() * 1000) + 5000
     site.close()
 
@@ -325,7 +337,8 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
 }
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
            "oom_command", "oom_source",
-           "mem_sizing_basis", "key", "value"} | set(ALL_TAGS)      # key, value: SHOW TAG VALUES
+           "mem_sizing_basis", "key", "value", "advice", "batch", "scheduler_state"} | \
+    set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 
 def run_query(site, q, source=None):
@@ -446,6 +459,13 @@ def test_the_job_view_shows_the_jobs_own_figures(filled):
     assert eff["cpu"] == pytest.approx(100 * cpu / summary["wall_seconds"], rel=0.01, abs=0.01)
     assert eff["mem"] == pytest.approx(100 * summary["rss_peak_bytes"] / (512 << 20), rel=0.01)
     assert summary["rss_peak_bytes"] > 48 << 20          # the 48 MiB the job touched
+    # what HTCondor recorded of it, once reconciled (its history: MemoryUsage
+    # ((225000 + 1023) / 1024) MB, RemoteUserCpu 13 s), and the batch it belongs to
+    assert (sched["scheduler_state"], sched["scheduler_memory_bytes"],
+            sched["scheduler_cpu_seconds"]) == ("completed", 220 << 20, 13.0), sched
+    assert sched["batch"] == "cluster vm#5"
+    [advice] = rows("Advice")
+    assert "(short_job)" in advice["advice"] and advice["outcome"].startswith("completed")
 
 
 @root
@@ -506,3 +526,20 @@ def test_the_job_view_of_a_job_that_stalled_and_was_killed(filled):
     assert idle[SHOWCASE]["gpus"] == 1 and idle[SHOWCASE]["gpus_in_use"] == 0, idle
     assert idle[SHOWCASE]["gpu_unused"] >= 1.0, idle
     assert idle[OOM_JOB]["cpu_idle"] is not None, idle
+
+
+@root
+@needs_test_user
+def test_the_user_view_groups_batches_as_jobmon_report_does(filled):
+    """Each job's `batch` (its summary), which the Arrays and batches panel groups by: the
+    Slurm-style array's tasks under "array 9100", the lone job under none."""
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS["jobmon-user.json"]
+    variables = dash["templating"]["list"]
+    [t] = [p for p in gm.panels(dash) if p["title"] == "Arrays and batches"][0]["targets"]
+    q = gm.substitute(t["query"], variables, dict(SCENARIOS["jobmon-user.json"],
+                                                  account=gm.ALL), {}, from_ms, to_ms)
+    batch = {(s.get("tags") or {})["job"]: dict(zip(s["columns"], v))["batch"]
+             for s in run_query(site, q, t["datasource"]) for v in s["values"]}
+    assert batch["9100_1"] == batch["9100_2"] == "array 9100"
+    assert batch[SHOWCASE] == "cluster vm#5"

@@ -5,6 +5,7 @@ the network, and shows hostile job ids, tags and host names as text. Jobs come f
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -517,3 +518,43 @@ def test_pip_install_ships_the_page_template_and_uplot(tmp_path):
                        timeout=60, env=dict(os.environ, PYTHONPATH=site))
     assert r.returncode == 0, r.stderr
     assert int(r.stdout) > 50_000      # uPlot inlined
+
+
+@needs_chromium
+def test_axes_speak_one_unit_and_the_headings_time(tmp_path, browser):
+    """Memory from 0.9 to 1.3 GiB: every y tick of an axis in one unit, at round steps of
+    it; the time axis in ISO 8601, in the writer's local time as the heading (the page is
+    written in UTC+05:30, the browser runs in UTC)."""
+    store, page = str(tmp_path / "s.db"), str(tmp_path / "axes.html")
+    st, t0 = LocalStore(store), 1_700_000_000.0
+    st.open({"job": "axes", "host": "wn1", "user": "u", "method": "cgroup-v2",
+             "start_time": t0, "tags": {}, "command": ["x"], "interval": 1.0,
+             "scheduler": "local", "run": None})
+    for k in range(1, 41):
+        st.write({"time": int((t0 + k) * 1e9), "elapsed_seconds": float(k),
+                  "method": "cgroup-v2", "cpu_cores": 1.0, "procs": 1,
+                  "mem_resident_bytes": int((0.9 + 0.01 * k) * (1 << 30)),
+                  "read_bytes": k * 700 * MiB, "write_bytes": k * 3 * MiB})
+    st.close({"job": "axes", "start_time": t0, "end_time": t0 + 40, "exit_code": 0,
+              "signal": None, "wall_seconds": 40.0})
+    r = jobmon("report", "axes", "--html", page, f"--store={store}",
+               env=dict(os.environ, TZ="Asia/Kolkata"))
+    assert r.returncode == 0, r.stderr
+    load(browser, page)
+    axes = browser.evaluate("Object.fromEntries(Object.entries(window.jobmonPlots).map("
+                            "([k, u]) => [k, [u.axes[0]._values, u.axes[1]._values]]))")
+    for plot, unit in (("memory", ""), ("io", "/s")):
+        ticks = axes[plot][1]
+        units = {t.split(" ")[1] for t in ticks if " " in t}
+        assert len(units) == 1 and units.pop().endswith(unit), ticks
+        values = [float(t.split(" ")[0]) for t in ticks]
+        step = values[1] - values[0]
+        assert all(abs(b - a - step) < 1e-9 for a, b in zip(values, values[1:])), ticks
+        assert step * 10 == pytest.approx(round(step * 10)) or step >= 1, ticks
+    started = browser.evaluate("[...document.querySelectorAll('dl.facts div')].find(d => "
+                               "d.firstChild.textContent == 'started').lastChild.textContent")
+    assert started.endswith("+05:30"), started          # 2023-11-15 03:43:20+05:30
+    day, clock = started[:10], started[11:19]
+    for plot, (x, _y) in axes.items():
+        assert x[0].split("\n")[1] == day and x[0] > clock[:5], (plot, x)
+        assert all(re.fullmatch(r"\d\d:\d\d:\d\d(\.\d+)?(\n\d{4}-\d\d-\d\d)?", t) for t in x), x

@@ -191,6 +191,22 @@ def test_pilot_with_a_good_a_failed_and_a_killed_payload(how):
     assert r.returncode == 0, r.stderr
     assert "preemption badput" in r.stdout and "not recorded" in r.stdout
     assert max(len(line) for line in r.stdout.splitlines()) <= 80
+    # each payload: its category for the pilot, then how its own run ended, in words that
+    # never put a goodput under a badput: the user's failure is said to be the pilot's
+    # goodput
+    text = r.stdout.split("\npayloads (3)", 1)[1]
+    lines = [x.strip() for x in text.splitlines()[1:]]
+    at = {job: lines.index(next(x for x in lines if x.startswith(job)))
+          for job in ("101.0", "102.0", "103.0")}
+    assert lines[at["101.0"]].endswith("core-s  goodput") or \
+        lines[at["101.0"]].endswith("core-h  goodput")
+    assert lines[at["102.0"]].endswith("goodput")
+    assert lines[at["102.0"] + 1].startswith("its run: failed (exit code 3)")
+    after = min([i for i in at.values() if i > at["102.0"]] + [len(lines)])
+    assert "its user's doing, so goodput for the pilot" in " ".join(
+        lines[at["102.0"] + 1:after])
+    assert lines[at["103.0"]].endswith("preemption badput")
+    assert not [x for x in lines if x.startswith(("badput", "goodput", "->"))]
 
 
 def test_unknown_pilot_is_one_clear_line(tmp_path):

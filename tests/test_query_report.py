@@ -4,6 +4,7 @@ wrapper contract, the real history parser and the real renderers."""
 import csv
 import io
 import json
+import re
 import os
 
 import pytest
@@ -173,3 +174,59 @@ def test_htcondor_record_decides_the_outcome_jobmon_cannot_know():
     outcome = {e["name"]: e["value"] for e in rep["efficiency"]}["outcome"]
     assert outcome == "badput: removed (condor_rm or a removal policy): " \
                       "via condor_rm (by user alice)"
+
+
+def test_query_by_the_name_of_an_array_a_batch_or_a_dag(tmp_path):
+    """`jobmon query NAME` finds the jobs `jobmon report` groups under NAME: a Slurm array
+    whose tasks have ids of their own (tag array_job_id), an HTCondor batch (JobBatchName),
+    a DAG (DAGManJobId, with or without its schedd)."""
+    store = str(tmp_path / "b.db")
+    env = dict(os.environ, COLUMNS="80", JOBMON_CONFIG=str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    for i in (1, 2, 3):
+        for job, tag in ((f"900{i}", "array_job_id=9000"), (f"77.{i}", "JobBatchName=nightly"),
+                         (f"80.{i}", "DAGManJobId=70")):
+            extra = ["--tag=schedd=ap1"] if tag.startswith("DAG") else []
+            r = jobmon_run([f"--job-id={job}", f"--tag={tag}"] + extra, ["true"], store=store,
+                           env=env)
+            assert r.returncode == 0, r.stderr
+    batches = {(b["kind"], b["name"]): b["tasks"] for b in json.loads(jobmon(
+        "report", "--since=1d", "--json", f"--store={store}", env=env).stdout)["batches"]}
+    assert batches == {("array", "9000"): 3, ("batch", "nightly"): 3, ("dag", "ap1#70"): 3}
+    for name, ids in (("9000", ["9001", "9002", "9003"]), ("nightly", ["77.1", "77.2", "77.3"]),
+                      ("70", ["80.1", "80.2", "80.3"]), ("ap1#70", ["80.1", "80.2", "80.3"])):
+        q = jobmon("query", name, "--json", f"--store={store}", env=env)
+        assert q.returncode == 0, (name, q.stderr)
+        doc = json.loads(q.stdout)
+        assert doc["query"] == name and sorted(j["job"]["job"] for j in doc["jobs"]) == ids
+    text = jobmon("query", "nightly", f"--store={store}", env=env).stdout
+    assert "jobs of nightly (3)" in text
+    # an id of its own still wins: 77 is HTCondor cluster 77, whatever a DAG is called
+    assert sorted(j["job"]["job"] for j in json.loads(jobmon(
+        "query", "77", "--json", f"--store={store}", env=env).stdout)["jobs"]) == \
+        ["77.1", "77.2", "77.3"]
+
+
+def test_list_and_the_samples_table_read_at_80_columns(local_job):
+    """`jobmon list`: a header of whole words, each job on one line (a job id too long for
+    it on a line of its own, its figures on the next), dates whole; `jobmon query`'s samples
+    table: one line per sample."""
+    job, store, env = local_job
+    r = jobmon_run(["--job-id=short-1"], ["true"], store=store, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = jobmon("list", f"--store={store}", env=env).stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[1].split() == ["JOB", "USER", "HOST", "STARTED", "WALL", "CPU", "s", "PEAK",
+                                "HOW", "STATUS"]
+    short = next(x for x in lines if x.startswith("short-1 "))
+    assert re.search(r" \d\d-\d\d \d\d:\d\d ", short) and short.rstrip().endswith("exit 0")
+    at = lines.index(job)                              # the long id alone, figures below
+    assert lines[at + 1].startswith(" ") and lines[at + 1].rstrip().endswith("exit 0")
+    text = jobmon("query", job, f"--store={store}", env=env).stdout
+    table = text[text.index("\nsamples (") + 1:].splitlines()
+    n = int(re.match(r"samples \((\d+)", table[0]).group(1))
+    rule = next(i for i, x in enumerate(table) if x.strip().startswith("─"))
+    rows = [x for x in table[rule + 1:] if x.strip()]     # one line a sample, nothing wraps
+    assert n >= len(rows) >= min(n, 20) and all(len(x) <= 80 for x in rows), table
+    assert all(re.fullmatch(r"\s*[\d.]+(\s+\S+){7}\s*", x.replace(" MiB", "MiB")
+                            .replace(" KiB", "KiB").replace(" B", "B")) for x in rows), rows

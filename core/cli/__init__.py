@@ -10,7 +10,7 @@ import typer
 from .. import __version__
 
 app = typer.Typer(help="Per-job resource monitor for batch clusters.", no_args_is_help=True,
-                  rich_markup_mode="rich", context_settings={"help_option_names": ["-h", "--help"]})
+                  rich_markup_mode="markdown", context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _version(value: bool):

@@ -77,6 +77,10 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     users = sorted({r.get("user") or "" for r in records})
     mine = [r for r in records if (not user or r.get("user") == user)
             and not _step_of(r, job_id)]
+    if not mine:   # the name of an array, a batch or a DAG, as `jobmon report` groups them
+        mine = _batch_records(st, job_id, user)
+        if mine:
+            return [_report(st, runs, None) for runs in runs_.by_job(mine).values()], True
     if not mine:
         by = f" by user {user!r}" if user else ""
         typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)",
@@ -91,6 +95,16 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
                    f"showing the latest ({clean(runs[-1].users[0])}); choose one with --user",
                    err=True)
     return [_report(st, runs, run, job_id, with_scheduler)], False
+
+
+def _batch_records(st, name, user):
+    """The records of the jobs of the batch (Slurm array, HTCondor batch or DAG) `name`."""
+    from ..batches import in_batch
+    from ..report.runs import is_step
+    from ..stores.ids import JobRef
+    ids = sorted({r["job"] for r in st.summaries(user=user, fields=()) if in_batch(r, name)
+                  and not is_step(r)})
+    return [r for r in st.records(JobRef(name, ids)) if not is_step(r)] if ids else []
 
 
 def _step_of(record, job_id):
@@ -155,7 +169,7 @@ def register(app):
                                           help="Which run of a job the scheduler ran more than "
                                           "once (default: the latest; see the list of runs)."),
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
-                                       help="Set what HTCondor or Slurm recorded beside "
+                                       help="Show what HTCondor or Slurm recorded beside "
                                        "jobmon's figures (condor_history, sacct)."),
     ):
         """Show one job: efficiency and advice, memory by every definition, what the

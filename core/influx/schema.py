@@ -40,6 +40,8 @@ _SUMMARY_TEXTS = tuple(n for n in _SUMMARY_VALUES if UNITS.get(n) == "text")
 # JSON texts of the job point are bounded, so every line jobmon writes stays under
 # MAX_LINE_BYTES (the spool writer reserves that much room for the end-of-job line)
 MAX_COMMAND_BYTES, MAX_TAGS_BYTES = 8192, 2048
+# the summary's texts: 256 characters each, the advice (several rules' lines) more
+TEXT_CHARS = {"advice": 1024}
 MAX_LINE_BYTES = 32768
 
 
@@ -126,7 +128,7 @@ def job_line(job, summary=None, lost_points=0, tags=None):
         values.update({k: summary.get(k) for k in _SUMMARY_VALUES})
         for k in _SUMMARY_TEXTS:   # one type per field, bounded
             if values[k] is not None:
-                values[k] = str(values[k])[:256]
+                values[k] = str(values[k])[:TEXT_CHARS.get(k, 256)]
         if summary.get("method"):
             values["method"] = _method(summary["method"])
         values["ended"] = 1
@@ -142,7 +144,7 @@ def correction_line(point, summary):
     values = {k: summary.get(k) for k in _SUMMARY_VALUES}
     for k in _SUMMARY_TEXTS:
         if values[k] is not None:
-            values[k] = str(values[k])[:256]
+            values[k] = str(values[k])[:TEXT_CHARS.get(k, 256)]
     values["ended"] = 1
     return lp.point(JOB, tags, values, int(point["time"]))
 

@@ -8,6 +8,7 @@ textContent only, and a Content-Security-Policy lets no script run but the page'
 (by hash), so an escaping slip still cannot run injected code.
 """
 import base64
+import datetime
 import hashlib
 import json
 import string
@@ -162,7 +163,16 @@ def plot_data(rep):
         if shown:
             plots.append({"id": pid, "title": title, "unit": unit, "series": shown,
                           "levels": refs.get(pid, []), "marks": marks(rep, t0, pid)})
-    return {"t0": t0, "hosts": hosts, "plots": plots}
+    return {"t0": t0, "zone": _zone(t0), "hosts": hosts, "plots": plots}
+
+
+def _zone(ts):
+    """The UTC offset (seconds) of the writer's local time at `ts`: the time axis shows the
+    times the header does."""
+    try:
+        return int(datetime.datetime.fromtimestamp(ts).astimezone().utcoffset().total_seconds())
+    except (OverflowError, ValueError, OSError):
+        return 0
 
 
 def marks(rep, t0, plot):

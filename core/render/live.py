@@ -7,7 +7,7 @@ gets a line of its own; the USER column is as wide as the longest name.
 import datetime
 import textwrap
 
-from ..printable import clean, fixed, size as _size
+from ..printable import LARGEST_FIXED, clean, fixed, size as _size
 
 WIDTH = 80
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -51,6 +51,8 @@ def duration(seconds):
     """4.2s, 42s, 7m05s, 2h05m, 3d04h."""
     if seconds is None:
         return "-"
+    if not abs(seconds) < LARGEST_FIXED:   # a forged figure: its 3 digits
+        return fixed(seconds) + "s"
     if 0 <= seconds < 9.95:
         return f"{fixed(seconds, '.1f')}s"
     s = int(max(seconds, 0))

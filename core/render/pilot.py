@@ -1,6 +1,7 @@
 """A pilot's partition (the model of jobmon.report.pilot_records) as text, <= 80 columns,
 and as JSON."""
 import json
+from textwrap import wrap
 
 from ..printable import clean, fixed
 from .units import human, when
@@ -60,12 +61,15 @@ def to_text(model):
     if not model.get("balanced", True):
         out.append(f"  unaccounted: {fixed(model['unaccounted']['core_hours'] * scale, '.6f')} "
                    f"core-{unit}")
-    out += ["", f"payloads ({len(model['payloads'])}):"]
+    out += ["", f"payloads ({len(model['payloads'])}): what each counts as for the pilot, "
+            "and how its run ended"]
     for p in model["payloads"]:
-        out.append(f"  {_job(p)}  {p['resources']['cores']:g} cores  "
-                   f"{fixed(p['core_hours'] * scale, '.4f')} core-{unit[0]}  -> "
-                   f"{p.get('category') or 'outside'}")
-        out.append(clean(f"    {p['outcome']}: {p['reason']}")[:80])
+        cores = p["resources"]["cores"]
+        out.append(f"  {_job(p)}  {cores:g} core{'' if cores == 1 else 's'}  "
+                   f"{fixed(p['core_hours'] * scale, '.4f')} core-{unit[0]}  "
+                   f"{LABELS.get(p.get('category'), 'outside the pilot')}")
+        out += wrap("its run: " + run_text(p), 80, initial_indent="    ",
+                    subsequent_indent="      ")
     claims = model.get("claims") or []
     if claims:
         out += ["", f"claims by other users, not counted ({len(claims)}):"]
@@ -80,3 +84,12 @@ def _job(p):
     """A payload's job, run and user."""
     return clean(str(p["job"]) + (f" run {p['run']}" if p.get("run") else "")
                  + f" by {p.get('user') or '-'}")
+
+
+def run_text(payload):
+    """How a payload's run ended, in words that never contradict its category: a run that
+    failed by its user's doing is the pilot's goodput, and says so."""
+    text = clean(payload.get("reason") or payload.get("outcome") or "not recorded")
+    if payload.get("outcome") == "badput" and payload.get("category") == "goodput":
+        text += ": its user's doing, so goodput for the pilot"
+    return text

@@ -116,10 +116,8 @@ def kwh(v):
 
 
 def _table(title):
-    from rich import box
-    from rich.table import Table
-    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                 padding=(0, 1), collapse_padding=True)
+    from .terminal import compact_table
+    return compact_table(title)
 
 
 def _groups(model, console):

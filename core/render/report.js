@@ -23,13 +23,57 @@
       });
     };
   }
-  // tick steps: 1, 2, 5 ... of B, KiB, MiB ... for bytes; whole numbers for counts
-  var BYTE_STEPS = [], COUNT_STEPS = [];
-  [1, 1024, 1048576, 1073741824, 1099511627776].forEach(function (unit) {
-    [1, 2, 5, 10, 20, 50, 100, 200, 500].forEach(function (m) { BYTE_STEPS.push(m * unit); });
-  });
+  // A bytes axis speaks one unit, the binary one of its scale's top (B, KiB, MiB ...):
+  // its ticks are steps of 1, 2, 5, 10 ... of that unit, and each tick says it
+  var BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  function unitOf(u, axisIdx) {
+    var sc = u.scales[u.axes[axisIdx].scale];
+    var top = Math.max(Math.abs(sc.min || 0), Math.abs(sc.max || 0)), i = 0;
+    while (top >= 1024 && i < BYTE_UNITS.length - 1) { top /= 1024; i++; }
+    return i;
+  }
+  function byteSteps(u, axisIdx) {
+    var unit = Math.pow(1024, unitOf(u, axisIdx)), out = [];
+    for (var p = unit === 1 ? 1 : 1e-3; p <= 1e4; p *= 10) out.push(p * unit, 2 * p * unit, 5 * p * unit);
+    return out;
+  }
+  function byteTicks(suffix) {
+    return function (u, ticks, axisIdx, space, incr) {
+      var i = unitOf(u, axisIdx), unit = Math.pow(1024, i), digits = decimals(incr / unit);
+      return ticks.map(function (v) {
+        return (v / unit).toFixed(digits) + " " + BYTE_UNITS[i] + suffix;
+      });
+    };
+  }
+  function decimals(step) {   // the fewest that write every multiple of `step` exactly
+    for (var d = 0; d < 3; d++)
+      if (Math.abs(Math.round(step * Math.pow(10, d)) - step * Math.pow(10, d)) < 1e-6) return d;
+    return 3;
+  }
+  var COUNT_STEPS = [];
   for (var p = 1; p <= 1e9; p *= 10) COUNT_STEPS.push(p, 2 * p, 5 * p);
-  var STEPS = {"bytes": BYTE_STEPS, "bytes/s": BYTE_STEPS, "count": COUNT_STEPS};
+  var STEPS = {"bytes": byteSteps, "bytes/s": byteSteps, "count": COUNT_STEPS};
+  var TICKS = {"bytes": byteTicks(""), "bytes/s": byteTicks("/s")};
+
+  // Times as the heading shows them: the writer's local time (data.zone: its UTC offset),
+  // ISO 8601, the date under the first tick and wherever the day changes
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function local(t) { return new Date((t + data.zone) * 1000); }
+  function day(d) { return d.getUTCFullYear() + "-" + pad(d.getUTCMonth() + 1) + "-" + pad(d.getUTCDate()); }
+  function clock(d, digits) {
+    var s = pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds());
+    return digits ? s + "." + String(d.getUTCMilliseconds() + 1000).slice(1, 1 + digits) : s;
+  }
+  function timeTicks(u, ticks, axisIdx, space, incr) {
+    var digits = decimals(incr), last = null;
+    return ticks.map(function (t) {
+      var d = local(t), date = day(d), text = clock(d, digits);
+      if (date !== last) text += "\n" + date;
+      last = date;
+      return text;
+    });
+  }
+  function timeValue(u, t) { return t == null ? "–" : day(local(t)) + " " + clock(local(t), 3); }
   var FORMATS = {
     "bytes": bytes,
     "bytes/s": function (v) { return v == null ? "–" : bytes(v) + "/s"; },
@@ -157,7 +201,7 @@
   data.plots.forEach(function (plot) {
     var el = document.getElementById("plot-" + plot.id);
     var c = columns(plot), fmt = FORMATS[plot.unit] || FORMATS.count;
-    var series = [{}].concat(c.series.map(function (s) {
+    var series = [{value: timeValue}].concat(c.series.map(function (s) {
       return {label: s.label, stroke: s.stroke, dash: s.dash, width: s.level ? 1.5 : 1.25,
               spanGaps: !!s.level, points: {show: false},
               // a level line's legend always says its level, wherever the cursor is
@@ -170,7 +214,8 @@
       scales: {y: {range: function (u, lo, hi) {
         return [Math.min(0, lo), hi > 0 ? hi * 1.05 : 1];   // from 0, a little headroom
       }}},
-      axes: [{}, {size: 84, incrs: STEPS[plot.unit], values: tick(fmt)}],
+      axes: [{values: timeTicks, size: 54, space: 110},
+             {size: 92, incrs: STEPS[plot.unit], values: TICKS[plot.unit] || tick(fmt)}],
       cursor: {sync: {key: "jobmon"}, points: {show: false}},
       legend: {live: true},
       hooks: {setScale: [zoomOthers], draw: [function (u) { mark(u, plot.marks); }, drawn]}

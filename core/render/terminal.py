@@ -67,18 +67,34 @@ def show(rep, console=None):
         rows = samples[::step]
         if rows[-1] is not samples[-1]:
             rows.append(samples[-1])
-        st = Table(title=f"samples ({len(samples)}, every {step}th shown)" if step > 1
-                   else f"samples ({len(samples)})")
-        for col in ("t (s)", "CPU cores", "CPU total s", "resident", "cache", "read", "written", "procs"):
-            st.add_column(col, justify="right")
+        st = compact_table(f"samples ({len(samples)}, every {step}th shown)" if step > 1
+                           else f"samples ({len(samples)})")
+        for col in ("t (s)", "cores", "CPU s", "resident", "cache", "read", "written",
+                    "procs"):
+            st.add_column(col, justify="right", no_wrap=True)
         for x in rows:
-            st.add_row(fixed(x.get("elapsed_seconds", 0), ".1f"),
-                       human(x.get("cpu_cores"), "cores"),
-                       human((x.get("cpu_user_seconds") or 0) + (x.get("cpu_system_seconds") or 0), "s"),
-                       human(x.get("mem_resident_bytes"), "bytes"), human(x.get("mem_cache_bytes"), "bytes"),
-                       human(x.get("read_bytes"), "bytes"), human(x.get("write_bytes"), "bytes"),
+            st.add_row(fixed(x.get("elapsed_seconds", 0), ".1f"), _num(x.get("cpu_cores")),
+                       _num((x.get("cpu_user_seconds") or 0)
+                            + (x.get("cpu_system_seconds") or 0)),
+                       *(_size(x.get(k)) for k in ("mem_resident_bytes", "mem_cache_bytes",
+                                                   "read_bytes", "write_bytes")),
                        esc(x.get("procs", "-")))
         console.print(st)
+
+
+def compact_table(title):
+    """A table without outer borders or column rules: the most figures per line."""
+    from rich import box
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                 padding=(0, 1), collapse_padding=True)
+
+
+def _num(v):
+    return "-" if v is None else fixed(v)
+
+
+def _size(v):
+    return "-" if v is None else escape(units.size(v, short=True))
 
 
 def _pairs(console, title, rows):
@@ -178,18 +194,56 @@ def _column(table, name, ids, header=None):
         table.add_column(name, overflow="fold")
 
 
-def show_list(jobs, console=None):
-    console = console or Console()
-    t = Table(title="recent jobs")
-    ids = [str(j.get("job")) for j in jobs]
-    for col in ("job", "host", "user", "started", "status", "wall", "CPU s", "resident peak", "method"):
-        _column(t, col, ids)
+# `jobmon list`: (header, alignment); the job id first, the status last (it takes the rest)
+LIST_COLUMNS = (("USER", "<"), ("HOST", "<"), ("STARTED", "<"), ("WALL", ">"), ("CPU s", ">"),
+                ("PEAK", ">"), ("HOW", "<"), ("STATUS", "<"))
+# how each probe is named in a narrow column
+METHOD_SHORT = {"cgroup-v1": "v1", "cgroup-v2": "v2"}
+
+
+def list_lines(jobs, width=80):
+    """`jobmon list` as plain lines of at most `width` columns: one row a job, its columns
+    as wide as their longest cell; a job id too long for the line gets a line of its own
+    (never cut), its figures on the next; a status that does not fit goes on a line of
+    its own below."""
+    from .live import duration
+    rows = []
     for j in jobs:
         s = j.get("summary") or {}
-        status = esc(short_status(s))
         cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
-        t.add_row(esc(j.get("job")), esc(j.get("host")), esc(j.get("user")),
-                  when(j.get("start_time")), status, human(s.get("wall_seconds"), "s"),
-                  fixed(cpu) if s else "-", human(s.get("rss_peak_bytes"), "bytes"),
-                  esc(j.get("method")))
-    console.print(t)
+        method = str(j.get("method") or "-")
+        rows.append([clean(j.get("job")), clean(j.get("user") or "-"),
+                     clean(j.get("host") or "-"),
+                     when(j.get("start_time"), "%m-%d %H:%M"),
+                     duration(s.get("wall_seconds")) if s else "-",
+                     fixed(cpu) if s else "-",
+                     units.size(s["rss_peak_bytes"], short=True) if s.get("rss_peak_bytes")
+                     is not None else "-", clean(METHOD_SHORT.get(method, method)),
+                     clean(short_status(s))])
+    widths = [max([len(h)] + [len(r[i + 1]) for r in rows])
+              for i, (h, _a) in enumerate(LIST_COLUMNS)]
+    rest_width = sum(widths[:-1]) + len(widths)        # the columns after the id, spaced
+    jw = max(3, min(max([len(r[0]) for r in rows] + [3]), width - rest_width - 6))
+
+    def rest(cells):
+        return "".join(f" {c:{a}{w}}" for c, (_h, a), w in zip(cells[:-1], LIST_COLUMNS, widths))
+
+    lines = [f"{'JOB':<{jw}}" + rest([h for h, _a in LIST_COLUMNS]) + " STATUS"]
+    for r in rows:
+        head = f"{r[0]:<{jw}}" if len(r[0]) <= jw else None
+        if head is None:              # never cut: the id alone, its figures below
+            lines.append(r[0])
+            head = " " * jw
+        line = head + rest(r[1:]) + " " + r[-1]
+        if len(line) > width:         # the status below, where it fits
+            lines += [head + rest(r[1:]), " " * (jw + 1) + r[-1]]
+        else:
+            lines.append(line)
+    return [x.rstrip() for x in lines]
+
+
+def show_list(jobs, console=None):
+    console = console or Console()
+    console.print("recent jobs (newest first)", highlight=False)
+    for line in list_lines(jobs, console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

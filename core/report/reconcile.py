@@ -93,6 +93,7 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
         if settled:
             p.counts["settled"] += 1
             new = dict(summary, **settled)
+            new["advice"] = _advice(new, cfg)   # the scheduler's end may change it
         elif scheduler in p.unavailable:
             p.counts["unavailable"] += 1
         elif scheduler not in SCHEDULERS or (got is None and final_without_source) \
@@ -107,6 +108,17 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
             p.writes.append((rec, new))
         p.counts["folded"] += folded
     return p
+
+
+def _advice(summary, cfg):
+    """The run's advice (jobmon.advice) by the site's thresholds, as the summary has it."""
+    from ..advice import summary_text
+    from ..config_report import defaults
+    try:
+        report = cfg["report"]
+    except (TypeError, KeyError):   # no site configuration here
+        report = defaults()
+    return summary_text(summary, report)
 
 
 def _summary(store, rec, now, end=None):

@@ -2,13 +2,9 @@
 batch's tasks, and a concrete request that fits them ("request 2.5 GiB: covers 99 % of the
 tasks' peaks").
 
-A batch is the jobs one submission made, by one user:
-  Slurm array        tag array_job_id, or an id 12345_7 (task 7 of array 12345)
-  HTCondor batch     tag JobBatchName (condor_submit -batch-name; DAGMan sets it to its DAG)
-  HTCondor DAG       tag DAGManJobId (the DAG's nodes, where no batch name is set)
-  HTCondor cluster   an id 4711.3 (proc 3 of cluster 4711), per schedd
-A task is one job id: its peak is the largest over its runs and nodes, its CPU the most
-cores it kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
+A batch is the jobs one submission made, by one user (jobmon.batches.batch_of). A task
+is one job id: its peak is the largest over its runs and nodes, its CPU the most cores it
+kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
 its job's own record holds it. The peak is the one that sizes a job
 (jobmon.efficiency.sizing_peak): the resident peak where jobmon reaped the job, else the
 kernel's exact one (page cache included); a batch with sampled peaks says so.
@@ -16,8 +12,8 @@ kernel's exact one (page cache included); a batch with sampled peaks says so.
 Read side, standard library only.
 """
 import math
-import re
 
+from ..batches import batch_of
 from ..efficiency import RESIDENT, KERNEL, SAMPLED
 from ..printable import size
 from . import job_efficiency
@@ -31,28 +27,6 @@ DEFAULTS = {
     "rightsize_min_tasks": 3,             # smaller batches get no suggestion
 }
 CORE_SLACK = 0.05   # a task averaging 2.04 cores fits 2 cores (it would run ~2 % slower)
-_ARRAY_TASK = re.compile(r"(\d+)_(\d+)\Z")
-_CONDOR_PROC = re.compile(r"(\d+)\.(\d+)\Z")
-
-
-def batch_of(record):
-    """(kind, name) of the batch a record's job belongs to, or None for a lone job."""
-    tags = record.get("tags") or {}
-    job = str(record.get("job") or "")
-    m = _ARRAY_TASK.match(job)
-    if tags.get("array_job_id") or m:
-        return "array", str(tags.get("array_job_id") or m.group(1))
-    if tags.get("JobBatchName"):
-        return "batch", str(tags["JobBatchName"])
-    schedd = f"{tags['schedd']}#" if tags.get("schedd") else ""
-    if tags.get("DAGManJobId"):
-        return "dag", schedd + str(tags["DAGManJobId"])
-    m = _CONDOR_PROC.match(job)
-    if m and record.get("scheduler") in (None, "htcondor"):
-        return "cluster", schedd + m.group(1)
-    return None
-
-
 def covering(values, coverage):
     """The smallest of `values` that at least `coverage` (0..1) of them do not exceed
     (nearest rank: sorted x[ceil(coverage * n) - 1])."""

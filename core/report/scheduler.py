@@ -44,7 +44,14 @@ def ending(summary, end):
             "scheduler_code": end.get("hold_code") if held else end.get("vacate_code"),
             "scheduler_subcode": end.get("hold_subcode") if held else None,
             "cancelled_by": end.get("cancelled_by"),
-            "scheduler_user": end.get("user") or end.get("owner"), "reconciled": 1}
+            "scheduler_user": end.get("user") or end.get("owner"), "reconciled": 1,
+            "scheduler_memory_bytes": _first(end, "memory_usage_bytes", "max_rss_bytes"),
+            "scheduler_cpu_seconds": _first(end, "cpu_seconds") if end.get("cpu_seconds")
+            is not None else _sum(end.get("cpu_user_seconds"), end.get("cpu_system_seconds"))}
+
+
+def _first(end, *names):
+    return next((end[n] for n in names if end.get(n) is not None), None)
 
 
 def ends(scheduler, records, job):

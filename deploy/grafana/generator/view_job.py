@@ -24,7 +24,7 @@ core while it ran (a stalled job). `mem_rising` = 1: resident memory rose steadi
 (a leak?), by `mem_growth_bytes_per_hour`. `gpu_idle_samples`: samples with GPUs allocated
 but idle. `leftover_procs`: processes still running when the command exited. CPU efficiency
 under 50 %: ask for fewer cores; memory efficiency under 50 %: ask for less memory.
-`jobmon report $job` prints the full advice."""
+The Advice table below has the advice itself; `jobmon query $job` the whole report."""
 
 
 def build():
@@ -76,7 +76,13 @@ def build():
         f'FROM "{JOB}" WHERE {F} GROUP BY "host"')], w=12, h=5,
         overrides=[unit_override("mem_growth_per_hour", "bytes")],
         mappings=[{"type": "value", "options": {"1": {"text": "yes", "color": "red"}}}]))
-    p.append(text(g, "Advice", ADVICE, w=12, h=5))
+    p.append(text(g, "Reading the signals", ADVICE, w=12, h=5))
+    p.append(table(g, "Advice", [table_target(
+        f'SELECT last("advice") AS advice, last("outcome_reason") AS outcome '
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run"')], w=24, h=4,
+        description="What jobmon advises on the run (docs/reports.md): each rule's line, "
+                    "\" | \" between them, written at the job's end and again when `jobmon "
+                    "reconcile` applies the scheduler's end."))
 
     p.append(row(g, "Over time"))
     p.append(timeseries(g, "CPU cores: used vs allocated", [
@@ -92,14 +98,17 @@ def build():
                f'max("mem_peak_bytes") AS kernel_peak FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
                alias="$col $tag_host"),
         target(f'SELECT last("mem_requested_bytes") AS requested, '
-               f'last("mem_allocated_bytes") AS allocated FROM "{JOB}" WHERE {F} {ALLOC}',
+               f'last("mem_allocated_bytes") AS allocated, '
+               f'last("scheduler_memory_bytes") AS scheduler_memory '
+               f'FROM "{JOB}" WHERE {F} {ALLOC}',
                ref="B", alias="$col $tag_host")], unit="bytes",
         description="resident: anonymous + shared memory (PSS in procfs mode); cache: its "
                     "page cache (reclaimable; procfs: the file pages it maps); resident_peak: "
                     "the largest resident so far and, where jobmon reaps the job, each "
                     "process's kernel high-water mark (which also counts its program and "
                     "library pages); kernel_peak: the cgroup's high-water mark of charged "
-                    "memory, page cache included (cgroup mode only)."))
+                    "memory, page cache included (cgroup mode only); scheduler_memory: "
+                    "HTCondor's MemoryUsage or Slurm's MaxRSS, once reconciled."))
     p.append(timeseries(g, "I/O rates", [target(
         f'SELECT non_negative_derivative(last("read_bytes"), 1s) AS read_rate, '
         f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
@@ -168,14 +177,18 @@ def build():
     p.append(table(g, "Requested and allocated (scheduler's figures)", [table_target(
         f'SELECT "cores_requested", "cores_allocated", "mem_requested_bytes", '
         f'"mem_allocated_bytes", "gpus_requested", "gpus_allocated", "canonical_units", '
+        f'"scheduler_state", "scheduler_memory_bytes", "scheduler_cpu_seconds", "batch", '
         f'"tags" FROM "{JOB}" WHERE {F} '
         f'GROUP BY "scheduler", "cluster", "account", "group", "partition", "queue", '
         f'"host", "run"')], h=6,
         overrides=[unit_override(n, "bytes") for n in (
-            "mem_requested_bytes", "mem_allocated_bytes")],
+            "mem_requested_bytes", "mem_allocated_bytes", "scheduler_memory_bytes")]
+        + [unit_override("scheduler_cpu_seconds", "s")],
         description="What the job asked for and was given, from the scheduler (HTCondor's "
-                    "job ad, Slurm's allocation, or `--tag request_cpus=`), and the job's "
-                    "other scheduler tags as the `tags` JSON."))
+                    "job ad, Slurm's allocation, or `--tag request_cpus=`); what the "
+                    "scheduler recorded of the run once `jobmon reconcile` applied it (its "
+                    "state, HTCondor's MemoryUsage or Slurm's MaxRSS, its CPU); the batch "
+                    "it belongs to; the job's other scheduler tags as the `tags` JSON."))
 
     variables = filter_vars("cluster", "user", "account", "group", "host", single=("user",))
     variables.append(tag_var("job", where=[match(*SELECTED[1:])], multi=False,

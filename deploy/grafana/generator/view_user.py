@@ -1,4 +1,5 @@
-"""The user dashboard: one user's recent jobs and their efficiency, arrays summarized."""
+"""The user dashboard: one user's recent jobs and their efficiency, arrays and batches
+summarized."""
 from dashlib import (JOB, RUNS, Grid, dashboard, field_links, filter_vars, job_link, match, row,
                      stat,
                      table, table_target, target, timeseries, unit_override)
@@ -7,11 +8,11 @@ U = match("user", "cluster", "account", "group") + " AND $__timeFilter AND " \
     + RUNS   # job runs, not their steps
 JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_efficiency_percent", "mem_sizing_peak_bytes", "idle_canonical_core_hours", '
-        f'"exit_code", "outcome", "outcome_reason", "tags" FROM "{JOB}" WHERE {U} '
+        f'"exit_code", "outcome", "outcome_reason", "batch", "tags" FROM "{JOB}" WHERE {U} '
         f'GROUP BY "job", "run", "host", "cluster"')
-# a job array's tasks share the scheduler's array id (Slurm SLURM_ARRAY_JOB_ID; `jobmon run
-# --tag array_job_id=`), kept in the job's `tags` JSON
-ARRAY_KEY = "array_job_id"
+# the batch each job belongs to, as `jobmon report` groups them (jobmon.batches: a Slurm
+# array, an HTCondor batch, DAG or cluster), in its summary
+BATCH = "batch"
 
 
 def build():
@@ -38,13 +39,10 @@ def build():
                               unit_override("mem_efficiency_percent", "percent"),
                               field_links("job", job_link("${user:percentencode}", "host"))],
                    description="Click a job for its own dashboard."))
-    p.append(table(g, "Arrays", [table_target(JOBS)], h=8, sort="tasks",
+    p.append(table(g, "Arrays and batches", [table_target(JOBS)], h=8, sort="tasks",
                    transformations=[
-                       {"id": "extractFields", "options": {
-                           "source": "tags", "format": "json", "replace": False,
-                           "keepTime": False}},
                        {"id": "groupBy", "options": {"fields": {
-                           ARRAY_KEY: {"operation": "groupby", "aggregations": []},
+                           BATCH: {"operation": "groupby", "aggregations": []},
                            "job": {"operation": "aggregate", "aggregations": ["count"]},
                            "wall_seconds": {"operation": "aggregate",
                                             "aggregations": ["mean", "max"]},
@@ -58,13 +56,15 @@ def build():
                                                          "aggregations": ["sum"]}}}},
                        {"id": "organize", "options": {"renameByName": {
                            "job (count)": "tasks"}}}],
-                   description=f"Tasks of each job array (the `{ARRAY_KEY}` in the jobs' "
-                               "tags), summarized: count, mean and worst efficiency, the largest "
-                               "memory peak (the one that sizes a job: docs/reports.md)."))
+                   description=f"Tasks of each batch (the jobs' `{BATCH}`: a Slurm array, an "
+                               "HTCondor batch, DAG or cluster, as `jobmon report` groups "
+                               "them), summarized: count, mean and worst efficiency, the "
+                               "largest memory peak (the one that sizes a job: "
+                               "docs/reports.md)."))
 
     return dashboard(
         "jobmon-user", "jobmon: user",
-        "One user's recent jobs and their efficiency, job arrays summarized.", p,
+        "One user's recent jobs and their efficiency, arrays and batches summarized.", p,
         filter_vars("cluster", "user", "account", "group", single=("user",)),
         time_from="now-7d",
         links=[{"title": "cluster overview", "url": "/d/jobmon-cluster/jobmon-cluster"}])
