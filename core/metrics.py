@@ -335,7 +335,9 @@ SUMMARY_FIELDS = (
      "12345\" (Slurm array), \"batch NAME\" (HTCondor JobBatchName), \"dag SCHEDD#ID\" "
      "(DAGManJobId), \"cluster SCHEDD#4711\" (an HTCondor cluster); absent for a lone job"),
     ("advice", "text", "the advice on the run (docs/reports.md), one line per rule as "
-     "`text (rule)`, at its end and again once reconciled; empty when no rule has any"),
+     "`text (rule)`, \" | \" between them, at its end (in the summaries shipped to "
+     "InfluxDB: other stores' readers compute it) and again once reconciled; empty when no "
+     "rule has any"),
     ("cpu_idle_samples", "count",
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
     ("cpu_idle_longest_seconds", "s", "the longest stretch of cpu_idle_seconds"),

@@ -163,7 +163,9 @@ class Session:
             self.oom.close()
         s["command"] = self.job.get("command")
         from .batches import batch_text
-        s["batch"], s["advice"] = batch_text(self.job), _advice(s)
+        s["batch"] = batch_text(self.job)
+        if any(getattr(x, "ships", False) for x in sampler.sinks):   # ~2 ms: where it is read
+            s["advice"] = _advice(s)
         sampler.close(s)
         return s
 

@@ -6,6 +6,9 @@ run inside the job (all of these) import only the standard library.
 
 
 class Sink:
+    # True for a sink whose summary dashboards read as stored (the spool: InfluxDB)
+    ships = False
+
     def open(self, job):
         """job: {"job", "host", "user", "start_time", "method", "tags", "command", ...}."""
 

@@ -49,6 +49,10 @@ def file_name(start_ns, uid, pid, nonce):
 
 
 class SpoolSink(Sink):
+    # its summary becomes the job's InfluxDB point, which dashboards read as it is: the
+    # session writes the advice into it (readers of other stores compute their own)
+    ships = True
+
     def __init__(self, directory):
         st = os.stat(directory)   # never create it: one made by a job user is not trusted
         if not st.st_mode & 0o1000:
