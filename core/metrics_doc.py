@@ -51,7 +51,7 @@ _TABLE = {
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
-        scheduler_user pressure_source oom_source energy_parts net_source
+        scheduler_user ownership pressure_source oom_source energy_parts net_source
         mem_limit_bytes scheduler_memory_bytes scheduler_cpu_seconds batch""",
     ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
     ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours",

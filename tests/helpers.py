@@ -90,3 +90,15 @@ def cpu_tolerance(truth):
 def py(code, *args):
     """argv running `code` with the interpreter of the tests (readable by the test user)."""
     return [PYTHON, "-c", code] + list(args)
+
+
+def owned_by(user, *parts):
+    """A copy of an HTCondor fixture (a history file, a job ad) whose Owner is `user`: the
+    captured records are alice's; a test's runs are its test user's, and the scheduler
+    decides whose job a record is (docs/security.md)."""
+    with open(fixture(*parts), encoding="utf-8") as f:
+        text = f.read()
+    path = os.path.join(shared_tmpdir("jobmon-owned-"), parts[-1])
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace('Owner = "alice"', f'Owner = "{user}"'))
+    return path

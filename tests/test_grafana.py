@@ -15,7 +15,7 @@ import grafana_model as gm
 from grafana_schema import validate
 from helpers import JOBMON, PYTHON, REPO, as_user, fixture, needs_test_user, root, \
     shared_tmpdir
-from jobmon.influx.schema import ALL_TAGS, FIELD_TYPES, JOB, SAMPLE, SHIPPER
+from jobmon.influx.schema import ALL_TAGS, JOB, SAMPLE, SHIPPER, STORED_TYPES
 from jobmon.ship.state import COUNTERS
 
 DASHBOARDS = gm.load_dashboards()
@@ -55,7 +55,7 @@ def documented():
     shipper = doc[doc.index("`jobmon_shipper` has two kinds"):]
     shipper = set(re.findall(r"`([a-z_0-9]+)`", shipper[:shipper.index("\n## ")]))
     in_metrics = set(re.findall(r"`([a-z_0-9]+)`", metrics))
-    fields = {m: {f for f in FIELD_TYPES[m] if f in names or f in in_metrics}
+    fields = {m: {f for f in STORED_TYPES[m] if f in names or f in in_metrics}
               for m in (SAMPLE, JOB)}
     fields[SHIPPER] = shipper & (set(COUNTERS) | {"spool_bytes", "quarantine_entries",
                                                   "last_success", "lost_points", "lost_bytes",
@@ -336,7 +336,7 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
                          "group": gm.ALL},
 }
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
-           "oom_command", "oom_source",
+           "oom_command", "oom_source", "ownership",
            "mem_sizing_basis", "key", "value", "advice", "batch", "scheduler_state"} | \
     set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from helpers import fixture, jobmon, jobmon_run, py
+from helpers import TEST_USER, fixture, jobmon, jobmon_run, owned_by, py
 from jobmon import advice
 from jobmon.config_report import defaults
 
@@ -126,7 +126,7 @@ def test_htcondor_job_beside_its_history(tmp_path):
     file configured: HTCondor's own figures, the memory it recorded beside jobmon's, and
     the differences with their reasons."""
     from test_condor_wrapper import Starter
-    history = fixture("htcondor", "history")
+    history = owned_by(TEST_USER, "htcondor", "history")   # the runs are the test user's
     st = Starter(site=f'[condor]\nhistory = "{history}"\n', ClusterId="4711", ProcId="0",
                  RequestCpus="4", RequestMemory="2048")
     code = "import time\nx = b'1' * (64 << 20)\nt = time.time()\nwhile time.time() - t < 0.5: pass"
@@ -161,7 +161,7 @@ def test_htcondor_record_decides_the_outcome_jobmon_cannot_know():
     """jobmon sees only a SIGTERM from outside (cause unknown); the history says the run
     was removed with condor_rm: the report's outcome is the user's removal."""
     from test_condor_wrapper import Starter
-    history = fixture("htcondor", "history")
+    history = owned_by(TEST_USER, "htcondor", "history")   # the runs are the test user's
     st = Starter(site=f'[condor]\nhistory = "{history}"\n', ClusterId="4711", ProcId="1")
     rc, _out, err = st.run(py("import os, signal; os.kill(os.getpid(), signal.SIGTERM)"))
     assert rc == -15, err

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from helpers import JOBMON, as_user, fixture, jobmon, needs_test_user, root, shared_tmpdir
+from helpers import (JOBMON, TEST_USER, as_user, fixture, jobmon, needs_test_user, owned_by,
+                     root, shared_tmpdir)
 from test_condor_wrapper import FAST, Starter, py
 
 pytestmark = [root, needs_test_user]
@@ -94,7 +95,7 @@ def check_folded(summary, samples, truth):
 def test_removed_run_killed_after_the_vacate_time_keeps_its_figures():
     """condor_rm of a job that ignores SIGTERM: query (text, JSON, CSV) and the HTML report
     show the run's figures up to its last sample, cut short, removed by its user."""
-    st = starter(f'history = "{fixture("htcondor", "history")}"\n',
+    st = starter(f'history = "{owned_by(TEST_USER, "htcondor", "history")}"\n',
                  ClusterId="4711", ProcId="1")
     truth = hard_killed_run(st)
     rep = json.loads(query(st, "4711.1", "--json").stdout)
@@ -104,7 +105,7 @@ def test_removed_run_killed_after_the_vacate_time_keeps_its_figures():
                                    "its last sample, at most 0.2 s missing"
     assert named(rep["efficiency"])["outcome"] == f"badput: {removed}"
     assert (rep["summary"]["scheduler_state"], rep["summary"]["outcome_cause"],
-            rep["summary"]["scheduler_user"]) == ("removed", "user", "alice")
+            rep["summary"]["scheduler_user"]) == ("removed", "user", TEST_USER)
     cpu = named(rep["totals"])
     assert cpu["CPU user"] + cpu["CPU system"] >= truth - 0.3
     [run] = rep["runs"]
@@ -128,7 +129,7 @@ def test_held_and_released_the_first_run_keeps_its_figures():
     """condor_hold after the vacate time, then a release and a second run that completes:
     the list of runs shows the first run's CPU and wall time (not 0 and none) and its
     hold; each run's report has its own figures."""
-    st = starter(f'history = "{fixture("htcondor", "epoch-history")}"\n',
+    st = starter(f'history = "{owned_by(TEST_USER, "htcondor", "epoch-history")}"\n',
                  ClusterId="4711", ProcId="2")
     truth = hard_killed_run(st, NumJobStarts="0")
     st.prepare(NumJobStarts="1")
@@ -194,7 +195,7 @@ def test_reconcile_stores_the_schedulers_end_in_the_embedded_store():
     """`jobmon reconcile` writes the scheduler's end into each stored record (the removed
     run with its folded figures, the completed one as it was) once; then `jobmon report`
     counts them right."""
-    st = starter(f'history = "{fixture("htcondor", "history")}"\n', ClusterId="4711")
+    st = starter(f'history = "{owned_by(TEST_USER, "htcondor", "history")}"\n', ClusterId="4711")
     truth = hard_killed_run(st, ProcId="1")
     completed_run(st, ProcId="0")
     [before] = stored(st, "4711.1")
@@ -203,8 +204,8 @@ def test_reconcile_stores_the_schedulers_end_in_the_embedded_store():
     assert (got["records"], got["settled"], got["folded"], got["written"]) == (2, 2, 1, 2)
     [removed] = stored(st, "4711.1")
     assert (removed["reconciled"], removed["scheduler_state"], removed["outcome"],
-            removed["outcome_cause"], removed["scheduler_user"]) == \
-        (1, "removed", "badput", "user", "alice")
+            removed["outcome_cause"], removed["scheduler_user"], removed["ownership"]) == \
+        (1, "removed", "badput", "user", TEST_USER, "own")
     assert removed["outcome_reason"] == "removed (condor_rm or a removal policy): via " \
                                         "condor_rm (by user alice)"
     assert removed["cut_short"] == 1 and removed["end_time"] > removed["start_time"]
@@ -244,7 +245,7 @@ def test_late_or_unreachable_accounting_is_retried():
         [mine] = stored(st, "4711.1")
         assert mine["signal"] == signal.SIGTERM and mine["reconciled"] == 0
         assert mine["outcome_reason"].startswith("killed by SIGTERM")
-        shutil.copy(fixture("htcondor", "history"), history)
+        shutil.copy(owned_by(TEST_USER, "htcondor", "history"), history)
         done = reconcile(st, f"--store={st.store}")
         assert (done["settled"], done["written"]) == (1, 1)
         [removed] = stored(st, "4711.1")
@@ -334,13 +335,13 @@ def test_reconcile_corrects_the_influxdb_point(site):
         assert (down["folded"], down["written"], down["unavailable"]) == (1, 1, 2)
         [point] = site.rows(job)
         assert point["cut_short"] == 1 and point["reconciled"] == 0
-        shutil.copy(fixture("htcondor", "history"), history)
+        shutil.copy(owned_by(TEST_USER, "htcondor", "history"), history)
         done = reconcile(st, env=env)
         assert (done["settled"], done["written"]) == (2, 2)
         [point] = site.rows(job)
         assert (point["reconciled"], point["scheduler_state"], point["outcome"],
-                point["outcome_cause"], point["scheduler_user"], point["cut_short"]) == \
-            (1, "removed", "badput", "user", "alice", 1)
+                point["outcome_cause"], point["scheduler_user"], point["cut_short"],
+                point["ownership"]) == (1, "removed", "badput", "user", TEST_USER, 1, "own")
         assert truth - 0.3 <= point["cpu_user_seconds"] + point["cpu_system_seconds"] <= truth
         assert point["missing_seconds_max"] == INTERVAL and point["end_time"] > 0
         assert reconcile(st, env=env)["records"] == 0

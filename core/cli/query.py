@@ -67,34 +67,76 @@ class FriendlyStore:
 def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     """(reports, group) for a job id as users type it: one report (the run asked for, else
     the latest) and False; or, for an id that names several jobs (a cluster, an array),
-    the latest run of each and True. Ends the command with a message when nothing fits."""
+    the latest run of each and True. Claims by other users (jobmon.report.ownership) are
+    never the job: listed apart in each report ("claims"), shown only asked for with
+    --user. Ends the command with a message when nothing fits."""
     from ..report import runs as runs_
     from ..stores.ids import parse
     job_id, user = argv_text(job_id), argv_text(user)
     st = open_store(store)
     ref = parse(job_id)
-    records = st.records(ref)
-    users = sorted({r.get("user") or "" for r in records})
-    mine = [r for r in records if (not user or r.get("user") == user)
-            and not _step_of(r, job_id)]
-    if not mine:   # the name of an array, a batch or a DAG, as `jobmon report` groups them
-        mine = _batch_records(st, job_id, user)
-        if mine:
-            return [_report(st, runs, None) for runs in runs_.by_job(mine).values()], True
+    records = [r for r in st.records(ref) if not _step_of(r, job_id)]
+    # none: the name of an array, a batch or a DAG, as `jobmon report` groups them
+    batch = not any(not user or r.get("user") == user for r in records)
+    if batch:
+        records = _batch_records(st, job_id, user)
+    owned = _ownership(st, records, with_scheduler)
+    claims = owned[1]
+    mine = [r for r in records if r.get("user") == user] if user else \
+        [r for r in records if id(r) not in claims]
+    if batch and mine:
+        return [_owned(_report(st, runs, None), *owned)
+                for runs in runs_.by_job(mine).values()], True
     if not mine:
         by = f" by user {user!r}" if user else ""
-        typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)",
-                   err=True)
+        typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)"
+                   if not claims else f"jobmon: job {job_id!r} has no run of its own user, "
+                   f"only {len(claims)} claim(s) by other users ({_users(claims.values())}); "
+                   "see one with --user", err=True)
         raise typer.Exit(1)
     jobs = runs_.by_job(mine)
     if ref.group and (len(jobs) > 1 or job_id not in jobs):
-        return [_report(st, runs, None) for runs in jobs.values()], True
+        return [_owned(_report(st, runs, None), *owned) for runs in jobs.values()], \
+            True
     runs = jobs[next(iter(jobs))]
+    users = sorted({r.get("user") or "" for r in mine})
     if not user and len(users) > 1:
-        typer.echo(f"jobmon: job {job_id!r} has runs by users {clean(', '.join(users))}; "
-                   f"showing the latest ({clean(runs[-1].users[0])}); choose one with --user",
-                   err=True)
-    return [_report(st, runs, run, job_id, with_scheduler)], False
+        typer.echo(f"jobmon: job {job_id!r} has runs by users {clean(', '.join(users))}, "
+                   f"none confirmed by the scheduler; showing the latest "
+                   f"({clean(runs[-1].users[0])}); choose one with --user", err=True)
+    return [_owned(_report(st, runs, run, job_id, with_scheduler), *owned)], False
+
+
+def _ownership(st, records, with_scheduler):
+    """({id(record): verdict}, {id(claim): claim}, {job: its confirmed owners}) of one
+    query's records, settled where `jobmon reconcile` has not (asking the scheduler
+    unless --no-scheduler) on copies: the report shows each record as stored."""
+    from ..config_ownership import pilot_accounts
+    from ..report import ownership
+    from .reconcile import for_reader
+    settled = for_reader(st, [dict(r) for r in records], with_scheduler, write=False)
+    by_copy = ownership.settle(settled, pilot_accounts(_config()))
+    verdicts = {id(r): by_copy[id(c)] for r, c in zip(records, settled)}
+    return verdicts, {id(r): c for r, c in zip(records, settled)
+                      if verdicts[id(r)] == ownership.CLAIM}, \
+        ownership.known_owners(settled, by_copy)
+
+
+def _owned(rep, verdicts, claims, owners):
+    """The report with whose job it is: its run's verdict, and the claims on its job."""
+    from ..report import ownership
+    shown = rep.pop("records")
+    job = rep["header"]["job"]
+    verdict = verdicts[id(shown[0])]
+    rep["ownership"] = {"verdict": verdict, "why": ownership.why(
+        claims[id(shown[0])], owners.get(job, ())) if verdict == ownership.CLAIM else None}
+    rep["claims"] = [ownership.claim_row(c, owners.get(job, ())) for i, c in claims.items()
+                     if c.get("job") == job and all(i != id(x) for x in shown)]
+    return rep
+
+
+def _users(records):
+    return clean(", ".join(sorted({r.get("user") or "" for r in records})))
 
 
 def _batch_records(st, name, user):
@@ -147,6 +189,7 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
                       others)
     from .live import breakdown_report
     rep["procs"] = breakdown_report(st, chosen.records, () if rep["hosts"] else rep["samples"])
+    rep["records"] = chosen.records
     return rep
 
 

@@ -38,7 +38,8 @@ def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
     else:
         c = plan.counts
         typer.echo(f"jobmon reconcile: {len(records)} record(s) to look at: {c['settled']} "
-                   f"settled by the scheduler, {c['folded']} cut short (folded from their "
+                   f"settled by the scheduler, {c['claims']} claim(s) by other users, "
+                   f"{c['folded']} cut short (folded from their "
                    f"samples), {c['none']} with nothing to settle, {c['waiting']} waiting "
                    f"for the scheduler's record, {c['running']} still running; "
                    f"{out['written']} written")
@@ -48,10 +49,11 @@ def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
         raise typer.Exit(TEMPFAIL)   # a later pass takes them again
 
 
-def for_reader(st, records, scheduler=True):
+def for_reader(st, records, scheduler=True, write=True):
     """A reader's records (`jobmon report`, `jobmon pilot`) with what the node's `jobmon
     reconcile` has not written yet applied in memory -- and written back into an embedded
-    store where the reader may. scheduler False: cut-short runs folded, nobody asked."""
+    store where the reader may (and `write`). scheduler False: cut-short runs folded,
+    nobody asked."""
     from ..report import reconcile as rc
     from .query import FriendlyStore, _config
     influx = isinstance(st, FriendlyStore)
@@ -63,7 +65,7 @@ def for_reader(st, records, scheduler=True):
     plan = rc.plan(st, todo, _config(), sources=sources, final_without_source=False)
     for e in plan.errors:
         typer.echo(f"jobmon: the scheduler's accounting: {e} (outcomes as stored)", err=True)
-    if not influx:
+    if write and not influx:
         _write_local(st, [w for w in plan.writes if w[1].get("reconciled")
                           or w[1].get("cut_short")])
     return rc.apply(records, plan)

@@ -63,12 +63,15 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
         raise typer.BadParameter(f"{until!r} is not after --since {since!r}",
                                  param_hint="--until")
     lim = dict(limits(), top=top)
+    from ..config_ownership import pilot_accounts
     from ..report.job_efficiency import INPUTS
+    from .query import _config
     from .reconcile import for_reader
     st = open_store(store)
     records = for_reader(st, st.summaries(t0, t1, argv_text(user), fields=INPUTS), scheduler)
-    model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim)
-    model["batches"] = rightsize.rightsize(records, lim, top)
+    accounts = pilot_accounts(_config())
+    model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim, accounts)
+    model["batches"] = rightsize.rightsize(aggregate.counted(records, accounts)[0], lim, top)
     if as_json:
         typer.echo(range_report.to_json(model))
     elif as_csv:

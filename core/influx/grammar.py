@@ -184,3 +184,13 @@ def without_tags(line, names):
     if not keep:
         keep = [b",job=unknown"]
     return m.group(1) + b"".join(keep) + m.group(3)
+
+
+def with_fields(line, fields):
+    """line (matching LINE) with the fields in `fields` ({key: encoded value}, bytes) set:
+    any of them it carried removed, these appended."""
+    meas, tags, rest = PARTS.fullmatch(line).groups()
+    end = rest.rindex(b" ")
+    kept = [f.group(0) for f in _FIELD_KV.finditer(rest, 1, end) if f.group(1) not in fields]
+    return meas + tags + b" " + b",".join(kept + [k + b"=" + v for k, v in fields.items()]) \
+        + rest[end:]

@@ -51,20 +51,25 @@ def _field_type(name):
     return "int" if lp.FIELD_IS_INT[name] else "float"
 
 
+# fields of the job point that only the shipper and `jobmon reconcile` write, never a
+# job's own spool lines: whose job it is (jobmon.report.ownership)
+SETTLED = ("ownership",)
 # Every field a spool line may carry, with its one InfluxDB type: the shipper refuses any
 # other key (a field named like a tag would shadow it in `SELECT *`) and any other type
 # (the first type written into a shard is the only one the server accepts there after).
 FIELD_TYPES = {
     SAMPLE: dict({n: _field_type(n) for n in SAMPLE_NAMES},
                  elapsed_seconds="float", method="str"),
-    JOB: dict({n: _field_type(n) for n in _SUMMARY_VALUES},
+    JOB: dict({n: _field_type(n) for n in _SUMMARY_VALUES if n not in SETTLED},
               method="str", command="str", tags="str", start_time="float",
               interval="float", ended="int", lost_points="int"),
 }
 FIELD_TYPES[PROCS] = {"procs_top": "str", "procs": "int", "elapsed_seconds": "float",
                       "window_seconds": "float"}
+# every field stored in a measurement: what a spool line may carry, and the settled ones
+STORED_TYPES = dict(FIELD_TYPES, **{JOB: dict(FIELD_TYPES[JOB], **{n: "str" for n in SETTLED})})
 MAX_PROCS_TOP_BYTES = 16384      # the breakdown's JSON text (well under MAX_LINE_BYTES)
-assert not set(ALL_TAGS) & set().union(*FIELD_TYPES.values())
+assert not set(ALL_TAGS) & set().union(*STORED_TYPES.values())
 
 
 def _ns(seconds):
@@ -125,9 +130,9 @@ def job_line(job, summary=None, lost_points=0, tags=None):
               "command": _command_text(job.get("command") or []),
               "tags": _tags_text(job.get("tags") or {})}
     if summary:
-        values.update({k: summary.get(k) for k in _SUMMARY_VALUES})
+        values.update({k: summary.get(k) for k in _SUMMARY_VALUES if k not in SETTLED})
         for k in _SUMMARY_TEXTS:   # one type per field, bounded
-            if values[k] is not None:
+            if values.get(k) is not None:
                 values[k] = str(values[k])[:TEXT_CHARS.get(k, 256)]
         if summary.get("method"):
             values["method"] = _method(summary["method"])
@@ -183,7 +188,7 @@ def _tags_text(tags):
 
 def columns(measurement):
     """The select list for a measurement's rows (`jobmon query`, `jobmon list`)."""
-    fields = sorted(FIELD_TYPES[measurement])
+    fields = sorted(STORED_TYPES[measurement])
     return ", ".join([f'"{f}"::field' for f in fields] + [f'"{t}"::tag' for t in ALL_TAGS])
 
 

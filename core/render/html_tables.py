@@ -19,7 +19,9 @@ SECTION_TITLES = {"advice": "Advice", "oom": "Killed for memory (OOM)",
                   "memory": "Memory, every definition", "scheduler": "The scheduler's figures",
                   "node": "Energy and network",
                   "accounting": "The scheduler's figures",
-                  "differences": "Where jobmon and the scheduler differ"}
+                  "differences": "Where jobmon and the scheduler differ",
+                  "ownership": "Whose job this run is",
+                  "claims": "Claims by other users (not this job's runs)"}
 SECTION_ORDER = ("advice", "balance", "memory", "node", "scheduler", "accounting",
                  "differences")
 LAYOUTS = {}   # section -> its own layout (below), when the model's value has its shape
@@ -96,7 +98,9 @@ def side_panel(rep):
     extra = [k for k in rep if k not in KNOWN and rep[k] not in (None, [], {}, "")]
     extra.sort(key=lambda k: (SECTION_ORDER.index(k) if k in SECTION_ORDER
                               else len(SECTION_ORDER), k))
-    first = ("oom", "advice")     # how the job died, what to do: above everything
+    if (rep.get("ownership") or {}).get("verdict") != "claim":
+        extra = [k for k in extra if k != "ownership"]   # not a claim: nothing to say
+    first = ("ownership", "oom", "advice")   # whose run, how it died, what to do: on top
     parts = [section(k, rep[k]) for k in first if k in extra]
     parts.append(box("summary", "Summary", rows_table(rep.get("totals") or [])))
     parts.append(efficiency_box(rep))

@@ -12,7 +12,8 @@ from ..printable import clean, fixed, size as _size
 from .units import when as _when
 
 # CSV columns: a group's key and counts, its efficiency quantiles, its sums
-CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "suspects",
+CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "unconfirmed", "local",
+               "suspects",
                "cpu_efficiency_p10", "cpu_efficiency_p50", "cpu_efficiency_p90",
                "mem_efficiency_p10", "mem_efficiency_p50", "mem_efficiency_p90",
                "wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
@@ -79,6 +80,7 @@ def show(model, console=None):
     from rich.console import Console
     console = console or Console()
     _header(model, console)
+    _claims(model, console)
     if not model["jobs"]:
         return
     _groups(model, console)
@@ -103,6 +105,9 @@ def _header(model, console):
                   + (f" · idle {hours(t['idle_gpu_hours'])} of {hours(t['gpu_hours'])} GPU-h"
                      if t["gpu_hours"] else "")
                   + f" · {model['suspect_count']} suspects")
+    if t["unconfirmed"]:
+        console.print(f"({t['unconfirmed']:,} counted unconfirmed: the scheduler has not "
+                      "said whose job they are yet)")
     if t.get("energy_jobs"):
         console.print(f"energy {kwh(t['energy_kwh'])} kWh (GPUs' counters, CPU and DRAM "
                       f"apportioned: docs/energy.md), {t['energy_jobs']:,} of "
@@ -113,6 +118,22 @@ def _header(model, console):
 
 def kwh(v):
     return fixed(v, ",.0f" if v >= 1000 else ".3g")
+
+
+def _claims(model, console):
+    """Runs under a job id the scheduler says is another user's: counted nowhere."""
+    from .terminal import esc
+    rows = model.get("claims") or []
+    if not rows:
+        return
+    t = _table(f"claims by other users, not counted ({model['claim_count']}"
+               + (f", {len(rows)} shown" if model["claim_count"] > len(rows) else "") + ")")
+    _job_column(t, rows)
+    t.add_column("user", overflow="fold")
+    t.add_column("why", overflow="fold")
+    for r in rows:
+        t.add_row(esc(r["job"]), esc(r["user"]), esc(r["why"]))
+    console.print(t)
 
 
 def _table(title):

@@ -15,7 +15,8 @@ def _doc(rep):
             "node": rep.get("node") or [], "scope_and_method": _figures(rep["summary"]),
             "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
             "totals": _named(rep.get("totals")), "runs": rep["runs"],
-            "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs")}
+            "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs"),
+            "ownership": rep.get("ownership"), "claims": rep.get("claims") or []}
 
 
 def _figures(summary):
@@ -55,6 +56,10 @@ def figure_rows(rep):
                   f"{x.get('cpu_percent')} % of the job's CPU"),
                  ("node memory peak", x["host"], x.get("memory_peak_bytes"), "bytes", "")]
     rows += [("run", r["run"], r["status"], "", ", ".join(r["hosts"])) for r in rep["runs"]]
+    own = rep.get("ownership") or {}
+    rows += [("ownership", "verdict", own["verdict"], "", own.get("why") or "")] \
+        if own.get("verdict") else []
+    rows += [("claim", c["user"], c["run"], "", c["why"]) for c in rep.get("claims") or ()]
     return [dict(zip(FIGURE_COLUMNS, (h["job"],) + r)) for r in rows]
 
 

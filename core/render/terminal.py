@@ -31,6 +31,7 @@ def show(rep, console=None):
                      if h.get("command") else ""))
     if h["tags"]:
         console.print("tags: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in h["tags"].items()))
+    show_ownership(rep, console)
     _pairs(console, "efficiency", rep.get("efficiency") or ())
     show_memory(rep.get("memory") or (), console)
     if rep.get("oom"):
@@ -95,6 +96,25 @@ def _num(v):
 
 def _size(v):
     return "-" if v is None else escape(units.size(v, short=True))
+
+
+def show_ownership(rep, console):
+    """Whose job the run shown is, where it is not plainly its job's; the claims on it."""
+    own = rep.get("ownership") or {}
+    if own.get("verdict") == "claim":
+        console.print(f"[bold red]a claim by another user, not this job's run:[/bold red] "
+                      f"{esc(own['why'])}")
+    elif own.get("verdict") == "unconfirmed":
+        console.print("[dim]whose job: unconfirmed (the scheduler's record of it not read "
+                      "yet)[/dim]")
+    claims = rep.get("claims") or ()
+    if claims:
+        console.print(f"[bold]claims by other users[/bold] ({len(claims)}, not this job's: "
+                      "see one with --user)")
+    for c in claims:
+        run = f" run {esc(c['run'])}" if c.get("run") else ""
+        console.print(f"  {esc(c['job'])}{run} by {esc(c['user'])} on {esc(c['host'])}, "
+                      f"started {when(c['start_time'])}: {esc(c['why'])}")
 
 
 def _pairs(console, title, rows):

@@ -12,9 +12,9 @@ Read side, standard library only.
 import math
 
 from ..printable import size
-from . import job_efficiency
+from . import job_efficiency, ownership
 from .canonical import BADPUT, GOODPUT
-from .runs import job_runs
+from .runs import is_step, job_runs
 
 GROUP_KEYS = ("user", "group", "account", "site", "pool", "queue", "partition")
 NONE = "(none)"
@@ -120,13 +120,16 @@ class _Group:
     def __init__(self, key):
         self.key = key
         self.jobs = self.goodput = self.badput = self.unknown = 0
+        self.unconfirmed = self.local = 0    # runs counted that no scheduler vouched for
         self.sums = dict.fromkeys(SUMS + tuple(e[0] for e in ENERGY), 0.0)
         self.sums["energy_jobs"] = 0
         self.cpu_eff, self.mem_eff = [], []
         self.suspects = 0
 
-    def add(self, summary, figures, suspect):
+    def add(self, summary, figures, suspect, verdict=ownership.OWN):
         self.jobs += 1
+        self.unconfirmed += verdict == ownership.UNCONFIRMED
+        self.local += verdict == ownership.LOCAL
         outcome = figures.get("outcome")
         if outcome == GOODPUT:
             self.goodput += 1
@@ -150,6 +153,7 @@ class _Group:
     def model(self):
         return dict({"key": self.key, "jobs": self.jobs, "goodput": self.goodput,
                      "badput": self.badput, "unknown": self.unknown,
+                     "unconfirmed": self.unconfirmed, "local": self.local,
                      "suspects": self.suspects,
                      "cpu_efficiency_percent": distribution(self.cpu_eff),
                      "mem_efficiency_percent": distribution(self.mem_eff)}, **self.sums)
@@ -193,13 +197,25 @@ def run_of(records):
     return rec, s, f
 
 
-def aggregate(records, by="user", since=None, until=None, limits=None):
+def counted(records, accounts=()):
+    """(the records that count, the claims by other users among them: jobmon.report.
+    ownership), and the verdicts."""
+    verdicts = ownership.settle(records, accounts)
+    keep = [r for r in records if verdicts[id(r)] != ownership.CLAIM]
+    return keep, [r for r in records if verdicts[id(r)] == ownership.CLAIM], verdicts
+
+
+def aggregate(records, by="user", since=None, until=None, limits=None, accounts=()):
     """The report model of `records` grouped by `by` (GROUP_KEYS). Groups are ordered by
     idle canonical core-hours, then idle GPU-hours, then jobs (most first); top wasters by
-    idle canonical core-hours + idle GPU-hours."""
+    idle canonical core-hours + idle GPU-hours. Claims by other users count nowhere:
+    listed apart ("claims"); each group says how many of its runs no scheduler vouched for
+    ("unconfirmed": not said yet, "local": none). accounts: the site's pilot accounts."""
     if by not in GROUP_KEYS:
         raise ValueError(f"cannot group by {by!r}: one of {', '.join(GROUP_KEYS)}")
     limits = dict(DEFAULTS, **(limits or {}))
+    records, claims, verdicts = counted(records, accounts)
+    owners = ownership.known_owners(records, verdicts)
     groups, total = {}, _Group("all")
     wasters, suspects, running = [], [], 0
     for run in job_runs(records):
@@ -212,8 +228,9 @@ def aggregate(records, by="user", since=None, until=None, limits=None):
         g = groups.get(key)
         if g is None:
             g = groups[key] = _Group(key)
-        g.add(s, figures, why)
-        total.add(s, figures, why)
+        verdict = verdicts[id(run[0])]
+        g.add(s, figures, why, verdict)
+        total.add(s, figures, why, verdict)
         waste = (figures.get("idle_canonical_core_hours") or 0) + \
             (figures.get("idle_gpu_hours") or 0)
         if waste > 0:
@@ -229,4 +246,7 @@ def aggregate(records, by="user", since=None, until=None, limits=None):
     return {"since": since, "until": until, "by": by, "jobs": total.jobs, "running": running,
             "total": total.model(), "groups": ordered,
             "top_wasters": [job_row(r, f) for _w, r, f in wasters[:limits["top"]]],
-            "suspects": suspects[:limits["suspects"]], "suspect_count": len(suspects)}
+            "suspects": suspects[:limits["suspects"]], "suspect_count": len(suspects),
+            "claims": [ownership.claim_row(r, owners.get(r.get("job"), ()))
+                       for r in claims if not is_step(r)][:limits["suspects"]],
+            "claim_count": sum(not is_step(r) for r in claims)}

@@ -13,6 +13,7 @@ The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it
 from .canonical import (NO_CAUSE, Classification, Resources, classify, resources_from_condor,
                         run_end)
 from ..config_ownership import is_pilot_account
+from .ownership import CLAIM, settle, why
 from .pilot import CATEGORIES, Payload, Pilot, account
 from .runs import is_step
 
@@ -96,13 +97,17 @@ def ending_of(summary, run=None):
 
 def own_payloads(pilot_rec, payload_recs, accounts=()):
     """(the payloads that count in the pilot, [(claim, why)]): a payload counts when it
-    ran as the pilot's user (or both are pilot accounts of the site: `accounts`). Anybody
-    can name a pilot in a `pilot` tag; a claim keeps its user, to be shown apart."""
+    ran as the pilot's user (or both are pilot accounts of the site: `accounts`) and is
+    no claim on its own job (jobmon.report.ownership). Anybody can name a pilot in a
+    `pilot` tag; a claim keeps its user, to be shown apart."""
     pilot_user = pilot_rec.get("user")
+    verdicts = settle(payload_recs, accounts)
     mine, claims = [], []
     for r in payload_recs:
         user = r.get("user")
-        if user != pilot_user and not (is_pilot_account(pilot_user, accounts)
+        if verdicts[id(r)] == CLAIM:
+            claims.append((r, why(r)))
+        elif user != pilot_user and not (is_pilot_account(pilot_user, accounts)
                                          and is_pilot_account(user, accounts)):
             claims.append((r, f"run by {user}, not by the pilot's user {pilot_user}"))
         else:

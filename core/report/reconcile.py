@@ -15,35 +15,47 @@ For each record that needs it (`reconciled` 0 or absent, or no end-of-job record
   3. a run the scheduler has no final record of yet is left for a later pass (its
      accounting is late, or down); after GIVE_UP_SECONDS, or where no source is
      configured, it gets `reconciled` 1 with `scheduler_state` none, so it is not looked
-     up forever.
+     up forever;
+  4. whose job it is (jobmon.report.ownership): `ownership` own where the scheduler's
+     records of the job name the record's user, claim where they name another -- settled
+     at once, whatever the run's end: a claim's figures count nowhere -- unconfirmed
+     where they name nobody. A `jobmon run` record (no scheduler) under an id the
+     scheduler knows is looked up too: under another user's job id it is a claim, else
+     local.
 
 Idempotent: a record is rewritten with the same values (InfluxDB: the same series and
 time, so the point's fields are replaced). Nothing here blocks a job or the shipper: this
 runs in its own command (`jobmon reconcile`), or in a reader on its records in memory.
 Read side: standard library, plus whatever the scheduler's source loads when asked.
 """
+import re
 import time
 
 from .. import accounting
+from ..config_ownership import pilot_accounts
 from ..summary import from_samples
 from .model import STALE_INTERVALS, STALE_SECONDS
+from .ownership import CLAIM, SCHEDULERS, judge
 from .runs import is_step
 from .scheduler import ending, pick
 
 GIVE_UP_SECONDS = 2 * 86400.0   # after the run's end: no record will come any more
-SCHEDULERS = ("htcondor", "slurm")
+# a `jobmon run` id a scheduler could know: HTCondor's 4711, 4711.0 or GlobalJobId,
+# Slurm's 12345, 12345_7, 12345+1
+SCHEDULER_ID = re.compile(r"\d+(?:[._+]\d+)?|[^#\s]+#\d+\.\d+#\d+")
 
 
 class Plan:
     """What a pass found: `writes` [(record, its new summary)], and how many records were
-    folded (cut short), settled (the scheduler's end applied), none (nothing to apply:
+    folded (cut short), settled (the scheduler's end applied), claims (the scheduler
+    says the job is another user's), none (nothing to apply:
     no scheduler, no source, or given up), waiting (the scheduler has no final record
     yet), running (not over), unavailable (the source could not be asked: `errors`)."""
 
     def __init__(self):
         self.writes = []
-        self.counts = dict.fromkeys(("folded", "settled", "none", "waiting", "running",
-                                     "unavailable"), 0)
+        self.counts = dict.fromkeys(("folded", "settled", "claims", "none", "waiting",
+                                     "running", "unavailable"), 0)
         self.errors = []
         self.unavailable = set()   # schedulers whose source failed
 
@@ -74,6 +86,7 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
     1 (the node's reconciler) or is left as it is (a reader)."""
     now = time.time() if now is None else now
     p = Plan()
+    accounts = pilot_accounts(cfg)
     todo = [rec for rec in records if needs(rec)]
     found = _lookups(todo, cfg, sources, p)
     for rec in todo:
@@ -88,18 +101,24 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
         if summary is None:
             p.counts["running"] += 1
             continue
+        owners = _owners(rec, found)
+        verdict = judge(rec, owners, accounts)
         settled = ending(summary, end)
         new = None
-        if settled:
+        if verdict == CLAIM:    # whatever its end: it counts nowhere
+            p.counts["claims"] += 1
+            new = dict(summary, ownership=CLAIM, reconciled=1,
+                       scheduler_user=", ".join(sorted(owners)))
+        elif settled:
             p.counts["settled"] += 1
-            new = dict(summary, **settled)
+            new = dict(summary, ownership=verdict, **settled)
             new["advice"] = _advice(new, cfg)   # the scheduler's end may change it
-        elif scheduler in p.unavailable:
+        elif _asked(rec) & p.unavailable:
             p.counts["unavailable"] += 1
         elif scheduler not in SCHEDULERS or (got is None and final_without_source) \
                 or now - (summary.get("end_time") or now) > GIVE_UP_SECONDS:
             p.counts["none"] += 1
-            new = dict(summary, reconciled=1, scheduler_state="none")
+            new = dict(summary, reconciled=1, scheduler_state="none", ownership=verdict)
         else:
             p.counts["waiting"] += 1
         if new is None and folded:
@@ -119,6 +138,21 @@ def _advice(summary, cfg):
     except (TypeError, KeyError):   # no site configuration here
         report = defaults()
     return summary_text(summary, report)
+
+
+def _asked(rec):
+    """The schedulers asked about a record: its own; for a `jobmon run` record under an
+    id a scheduler could know, every one."""
+    if rec.get("scheduler") in SCHEDULERS:
+        return {rec["scheduler"]}
+    return set(SCHEDULERS) if SCHEDULER_ID.fullmatch(str(rec.get("job") or "")) else set()
+
+
+def _owners(rec, found):
+    """The users the schedulers' records of the record's job name."""
+    job = lookup_id(rec)
+    return {getattr(r, "user", None) or getattr(r, "owner", None)     # Slurm's, HTCondor's
+            for s in _asked(rec) for r in (found.get(s) or {}).get(job, ())} - {None, ""}
 
 
 def _summary(store, rec, now, end=None):
@@ -149,8 +183,8 @@ def _lookups(todo, cfg, sources, p):
     in p.errors, its name in p.unavailable)."""
     ids = {}
     for rec in todo:
-        if rec.get("scheduler") in SCHEDULERS:
-            ids.setdefault(rec["scheduler"], set()).add(lookup_id(rec))
+        for scheduler in _asked(rec):
+            ids.setdefault(scheduler, set()).add(lookup_id(rec))
     found = {}
     for scheduler, wanted in ids.items():
         try:

@@ -15,12 +15,18 @@ class PolicyError(Exception):
 
 def owner_of(record):
     """The user a stored job run belongs to: the user the node's shipper saw owning the
-    job's spool file (the kernel's, not the job's say). Where the scheduler's own record
-    decides ownership, its verdict is to be read here."""
+    job's spool file (the kernel's, not the job's say). A claim on another user's job
+    (jobmon.report.ownership) is still its runner's record -- their command line, their
+    figures -- and never the job's owner's to read."""
     return record.get("user")
 
 
 def account_of(record):
+    """The account whose coordinators may read a record: its `account` tag -- not a
+    claim's, whose job the scheduler says is another user's, its tags a say of its own."""
+    from ..report.ownership import CLAIM, stored
+    if stored(record) == CLAIM:
+        return None
     return (record.get("tags") or {}).get("account")
 
 

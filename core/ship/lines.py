@@ -25,6 +25,10 @@ _NODE_TAG_NAMES = tuple(t for t in _SHIPPER_TAG_NAMES if t != b"user")   # host,
 _JOB = schema.JOB.encode()
 # in a job's end point (a user could fake them only for their own jobs: see stamp())
 _ENDED = b"ended=1i"
+# what every job's end point is sent with, whatever its file said: only `jobmon reconcile`
+# settles whose job it is (jobmon.report.ownership), so no job user can mark their own
+# record settled, nor as the job's
+_UNSETTLED = {b"reconciled": b"0i", b"ownership": b'"unconfirmed"'}
 _LOST = re.compile(rb"[ ,]lost_points=([0-9]+)i[ ,]")
 
 
@@ -159,13 +163,16 @@ class LineReader:
             m = m.encode()
             pieces = body.split(b"\n" + m + b",")
             if m == _JOB and len(pieces) > 1:    # a job's points: two per job
-                for piece in pieces[1:]:
+                for i, piece in enumerate(pieces[1:], 1):
                     nl = piece.find(b"\n")   # -1: the next line is a job point too
                     line = piece[:nl + 1] if nl >= 0 else piece + b"\n"
                     if _ENDED in line:   # found by bytes, not parsed: only ever about
                         ended.append(job_key(owner, m + b"," + line))   # the owner's job
                         found = _LOST.search(line)
                         lost += int(found.group(1)) if found else 0
+                        line = unsettled(m + b"," + line)[len(m) + 1:]
+                        pieces[i] = (line if nl >= 0 else line[:-1]) + \
+                            (piece[nl + 1:] if nl >= 0 else b"")
             body = (b"\n" + m + b"," + prefix).join(pieces)
         return body[1:], ended, lost
 
@@ -181,6 +188,7 @@ class LineReader:
                 at = line.index(b",") + 1
                 stamped, keys, n = line[:at] + self.node_prefix + line[at:], [], 0
                 if line.startswith(_JOB + b",") and _ENDED in line:
+                    stamped = unsettled(stamped)
                     found = _LOST.search(line)
                     keys, n = [job_key(owner, line)], int(found.group(1)) if found else 0
             out.append(stamped)
@@ -203,6 +211,11 @@ class LineReader:
         # reconciled=0: `jobmon reconcile` folds the job's samples into it
         marker = m.group(1) + m.group(2) + b" ended=1i,reconciled=0i" + line[line.rindex(b" "):]
         return self.stamp(marker, sf.owner, trusted)[0], job_key(sf.owner, line)
+
+
+def unsettled(line):
+    """A job's end point as it is sent: not reconciled, whose job it is unconfirmed."""
+    return grammar.with_fields(line, _UNSETTLED)
 
 
 def job_key(owner, line):

@@ -144,7 +144,7 @@ class InfluxStore(Store):
     def summaries(self, since=None, until=None, user=None, fields=None):
         # job points only (timestamped at the job's start), without the command line; the
         # server's time grows with the columns read, so a caller may name the fields it uses
-        known = set(schema.FIELD_TYPES[schema.JOB]) - {"command"}
+        known = set(schema.STORED_TYPES[schema.JOB]) - {"command"}
         if fields is not None:
             known &= set(fields) | {"ended", "tags", "start_time", "method", "interval"}
         fields = sorted(known)

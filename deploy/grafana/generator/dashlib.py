@@ -29,9 +29,11 @@ FILTER_TAGS = ("cluster", "account", "group", "user", "host")
 # '...' unescaped. The explicit :regex format escapes every value; Grafana's default
 # InfluxQL interpolation leaves a value that starts like a number (4711.0, or
 # `1/ OR "job" =~ /.*`) unescaped even inside a regex.
-# job runs only: a Slurm step's summary point (job 12345.batch, 12345_7.0) is inside its
-# job's own (Slurm job ids have no dot; HTCondor's 4711.0 are jobs)
-RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./)"
+# job runs that count: not a Slurm step's summary point (job 12345.batch, 12345_7.0: inside
+# its job's own; Slurm job ids have no dot, HTCondor's 4711.0 are jobs), and no claim by
+# another user (`ownership`, docs/security.md: every end point has it, the shipper writes
+# "unconfirmed" and `jobmon reconcile` settles it)
+RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./) AND \"ownership\" != 'claim'"
 
 
 def match(*tags):

@@ -61,7 +61,7 @@ def build():
         f'"cpu_user_seconds", "cpu_system_seconds", "cpu_cores_avg", "rss_peak_bytes", '
         f'"mem_peak_bytes", "mem_sizing_basis", "swap_peak_bytes", "read_bytes", '
         f'"write_bytes", "procs_max", "threads_max", "leftover_procs", "procs_killed_at_end", '
-        f'"samples", "interval_seconds", "method", "command" '
+        f'"samples", "interval_seconds", "method", "ownership", "command" '
         f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run", "user"')], h=6,
         overrides=[unit_override(n, "bytes") for n in (
             "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "read_bytes",
