@@ -13,7 +13,7 @@ import pytest
 
 import grafana_model as gm
 from grafana_schema import validate
-from helpers import JOBMON, PYTHON, REPO, as_user, fixture, needs_test_user, root, \
+from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, owned_by, root, \
     shared_tmpdir
 from jobmon.influx.schema import ALL_TAGS, JOB, SAMPLE, SHIPPER, STORED_TYPES
 from jobmon.ship.state import COUNTERS
@@ -285,11 +285,12 @@ def node_reader_jobs(site, gpu, base):
 
 def reconcile(site):
     """`jobmon reconcile` of every node's runs, HTCondor's history being the recorded one of
-    the pool whose job ad the HTCondor job ran with: its record of 5.0 settles that run."""
+    the pool whose job ad the HTCondor job ran with (made the test user's, who ran it):
+    its record of 5.0 settles that run."""
     config = site.config + ".reconcile"
     with open(site.config) as f, open(config, "w") as out:
         out.write(f.read() + '[condor]\nhistory = "%s"\n'
-                  % fixture("htcondor", "real-pool-25.14", "history"))
+                  % owned_by("jobmon-test", "htcondor", "real-pool-25.14", "history"))
     site.jobmon("reconcile", "--all-hosts", "--since=1d", env=dict(site.env, JOBMON_CONFIG=config))
 
 

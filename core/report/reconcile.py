@@ -103,6 +103,8 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
             continue
         owners = _owners(rec, found)
         verdict = judge(rec, owners, accounts)
+        local = scheduler not in SCHEDULERS
+        given_up = now - (summary.get("end_time") or now) > GIVE_UP_SECONDS
         settled = ending(summary, end)
         new = None
         if verdict == CLAIM:    # whatever its end: it counts nowhere
@@ -113,10 +115,9 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
             p.counts["settled"] += 1
             new = dict(summary, ownership=verdict, **settled)
             new["advice"] = _advice(new, cfg)   # the scheduler's end may change it
-        elif _asked(rec) & p.unavailable:
+        elif _asked(rec) & p.unavailable and not (local and given_up):
             p.counts["unavailable"] += 1
-        elif scheduler not in SCHEDULERS or (got is None and final_without_source) \
-                or now - (summary.get("end_time") or now) > GIVE_UP_SECONDS:
+        elif local or (got is None and final_without_source) or given_up:
             p.counts["none"] += 1
             new = dict(summary, reconciled=1, scheduler_state="none", ownership=verdict)
         else:
@@ -179,12 +180,14 @@ def _summary(store, rec, now, end=None):
 
 def _lookups(todo, cfg, sources, p):
     """{scheduler: {job id: its records}} of every scheduler with records to settle; a
-    scheduler without a source here is absent, one whose source failed too (its error
-    in p.errors, its name in p.unavailable)."""
-    ids = {}
+    scheduler without a source here is absent, one whose source failed too (its name in
+    p.unavailable; its error in p.errors where one of its own jobs waits on it -- asked
+    only about `jobmon run` ids, it holds those back, and the pass goes on)."""
+    ids, own = {}, set()
     for rec in todo:
         for scheduler in _asked(rec):
             ids.setdefault(scheduler, set()).add(lookup_id(rec))
+        own.add(rec.get("scheduler"))
     found = {}
     for scheduler, wanted in ids.items():
         try:
@@ -194,7 +197,8 @@ def _lookups(todo, cfg, sources, p):
                 found[scheduler] = src.lookup_many(sorted(wanted))
         except Exception as e:   # accounting down, bindings missing: a later pass
             p.unavailable.add(scheduler)
-            p.errors.append(f"{scheduler}: {e}")
+            if scheduler in own:
+                p.errors.append(f"{scheduler}: {e}")
     return found
 
 
