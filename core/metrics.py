@@ -338,10 +338,9 @@ SUMMARY_FIELDS = (
      "`text (rule)`, \" | \" between them, at its end (in the summaries shipped to "
      "InfluxDB: other stores' readers compute it) and again once reconciled; empty when no "
      "rule has any"),
-    ("ownership", "text", "whose job the run is (docs/security.md): own (the scheduler names "
-     "its user), claim (the scheduler names another user: counted nowhere), unconfirmed "
-     "(not said yet: counted, marked), local (no scheduler); written by the shipper "
-     "(unconfirmed) and `jobmon reconcile`, never by the job"),
+    ("ownership", "text", "whose job the run is (docs/security.md): own, claim (the scheduler "
+     "names another user: counted nowhere), unconfirmed (counted, marked), local (no "
+     "scheduler); written by the shipper and `jobmon reconcile`, never by the job"),
     ("cpu_idle_samples", "count",
      "samples in which the job used under 0.01 cores while it had processes (stall suspect)"),
     ("cpu_idle_longest_seconds", "s", "the longest stretch of cpu_idle_seconds"),
