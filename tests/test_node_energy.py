@@ -235,3 +235,20 @@ def test_a_gpu_jobs_energy_adds_its_gpus_and_says_when_they_were_shared(powered,
         abs=0.01)
     assert alone["gpu_energy_joules"] == pytest.approx(350 * alone["wall_seconds"], rel=0.15)
     assert shared["gpu_shared_samples"] > 0 and shared["gpu_shared_samples"] <= shared["samples"]
+
+
+def test_a_source_that_fails_leaves_the_others_publishing(powered):
+    """The node's CPU time unreadable mid-run: energy.json ages, network.txt goes on, the
+    reader stays up and says so once."""
+    n = NodeReader(powered).start(period=0.1, wait_for=("energy.json", "network.txt"))
+    try:
+        powered.stop.set()
+        powered.thread.join()
+        os.unlink(powered.stat)
+        os.mkdir(powered.stat)                   # reading it now fails (EISDIR)
+        n.wait("network.txt", after_seq=n.head("network.txt")["seq"] + 5)
+        assert n.head("energy.json")["seq"] < n.head("network.txt")["seq"] - 3
+        assert n.proc.poll() is None
+    finally:
+        n.close()
+    assert n.proc.stderr.read().count("energy.json: nothing published (IsADirectoryError") == 1

@@ -51,6 +51,7 @@ class NodeReader:
         self.period = period
         self.clock = clock
         self.seq = 0
+        self.failed = {}       # file -> refreshes in a row its source failed
         # one reader per directory: a second would publish over the first
         self.lock = os.open(os.path.join(directory, ".lock"),
                             os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -72,6 +73,15 @@ class NodeReader:
                 data = src.refresh(self.seq)
             except SourceError as e:
                 raise ReaderError(str(e))
+            except Exception as e:     # one source failing leaves the others publishing
+                data = None
+                failed = self.failed[src.file] = self.failed.get(src.file, 0) + 1
+                if failed == 1 or failed % 60 == 0:
+                    log.error("%s: nothing published (%s: %s); jobs stop using it after two "
+                              "periods", src.file, type(e).__name__, e)
+            else:
+                if self.failed.pop(src.file, None):
+                    log.info("%s: published again", src.file)
             if data is not None:
                 self.publish(src.file, data)
                 published += 1

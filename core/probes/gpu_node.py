@@ -1,4 +1,4 @@
-"""GPU metrics from the node's GPU reader (`jobmon gpu-reader`, jobmon.gpu), without NVML in
+"""GPU metrics from the node reader (`jobmon node-reader`, jobmon.node), without NVML in
 the job: the reader, one per node outside the jobs' cgroups, publishes what NVML says into
 a file (probes/gpu_published.py); the job's sampler reads it -- one open, fstat and read
 per sample, standard library only -- and keeps what is the job's. docs/gpu.md.

@@ -1,7 +1,7 @@
 """GPU metrics through NVML (libnvidia-ml, the NVIDIA driver's own library), via ctypes:
 no Python package, nothing loaded on a node without an NVIDIA driver.
 
-`Nvml` is used by the node GPU reader (jobmon.gpu, outside jobs). `GpuProbe` loads NVML
+`Nvml` is used by the node reader (jobmon.node, outside jobs). `GpuProbe` loads NVML
 inside the job's sampler (JOBMON_GPU=nvml), at ~19 MiB of the job's memory; the default
 is the node reader's published file (probes/gpu_node.py), which costs the job nothing.
 
@@ -54,7 +54,7 @@ class _Process(ctypes.Structure):       # nvmlProcessInfo_t (v2, the _v3 calls)
 
 
 class Nvml:
-    """The few NVML calls jobmon uses. The node GPU reader (jobmon.gpu) calls the same
+    """The few NVML calls jobmon uses. The node reader (jobmon.node) calls the same
     methods on a recorded stand-in in the tests: keep the two in step."""
 
     def __init__(self, path="libnvidia-ml.so.1"):
