@@ -169,6 +169,14 @@ def test_one_job_per_node_breakdown_balance_and_advice(two_nodes, tmp_path):
     rules = {k: {a["rule"]: a["text"] for a in doc["advice"]}
              for k, doc in (("even", even), ("lopsided", lopsided))}
     assert "one_node_busy" not in rules["even"]
+    # the allocation is the job's (sacct: 2 CPUs): its CPU efficiency is the nodes' CPU over
+    # it, and nobody is told that no allocation is known
+    for doc in (even, lopsided):
+        eff = {e["name"]: e["value"] for e in doc["efficiency"]}
+        assert eff["cores allocated"] == 2, eff
+        want = 100 * cpu(doc["summary"]) / (2 * doc["summary"]["wall_seconds"])
+        assert eff["CPU efficiency (CPU time / (cores x wall))"] == pytest.approx(want, abs=0.1)
+    assert not {"no_allocation"} & (set(rules["even"]) | set(rules["lopsided"]))
     busy = lopsided["summary"]["busiest_node"]
     assert busy in nodes and rules["lopsided"]["one_node_busy"].startswith(
         f"node {busy} did "), rules["lopsided"]

@@ -224,6 +224,11 @@ def _efficiency(s, tags, scheduler, nodes):
     """The run's efficiency figures; what the scheduler says it was given fills in what
     jobmon's summary does not know (a Slurm job's request, a multi-node job's total)."""
     alloc = dict((scheduler or {}).get("allocation") or {})
+    if nodes > 1 and s.get("wall_seconds") and alloc.get("cores_allocated"):
+        # the job's total cores and GPUs against its nodes' summed CPU; not its memory,
+        # which no one figure of the nodes' (each its own peak) is measured against
+        from ..efficiency import figures
+        return figures(s, {k: v for k, v in alloc.items() if not k.startswith("mem_")})
     if nodes > 1 or not alloc:
         return efficiency_of(s, tags) if s.get("wall_seconds") else {}
     filled = dict(s)
