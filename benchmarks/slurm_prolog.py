@@ -8,8 +8,8 @@ known load; and what a sampler costs beside its job. As root.
                 process group. Wall time from the fork to its exit. One at a time
                 (--single N, jobmon's and the bare Prolog interleaved), and --at-once N
                 together (--rounds R, a round of N jobmon Prologs and one of N bare ones
-                alternating). Every jobmon job's sampler must then be alive in a session
-                of its own, and, once the Epilogs ran, its record in the spool.
+                alternating). Every jobmon job's sampler must then be alive, and, once
+                the Epilogs ran, its record in the spool.
   cluster       (--cluster) a real cluster (tests/slurm): jobs one after the other, each
                 Prolog timed around the installed wrapper by `date +%s%N` before and
                 after, a bare Prolog timed the same way beside it; then a sampler's
@@ -107,14 +107,14 @@ class Slurmd:
         return [walls[j] for j in jobs]
 
 
-def sampler_alive_alone(site, node, job):
-    """The job's sampler named in its pid file, running, in a session of its own."""
+def sampler_alive(site, node, job):
+    """The job's sampler named in its pid file, running: slurmd's SIGKILL of the Prolog's
+    process group did not reach it."""
     try:
         with open(os.path.join(site.run_dir, f"{node}.{job}.pid")) as f:
             pid = int(f.read().split()[0])
         with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[0] != "Z" and int(fields[3]) == pid      # state, session id
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, ValueError):
         return False
 
@@ -144,7 +144,7 @@ def slurmd_way(site, args, prologs):
             if name == "jobmon":
                 jobs_seen += jobs
                 out["samplers"] += len(jobs)
-                out["samplers_alive"] += sum(sampler_alive_alone(site, node, j) for j in jobs)
+                out["samplers_alive"] += sum(sampler_alive(site, node, j) for j in jobs)
                 sd.at_once(site.epilog, jobs, kind="epilog")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -277,7 +277,7 @@ def main():
         rounds = sw["at_once"][name]
         print(f"| {a.at_once} at once, {name} Prolog | {ms(sum(rounds, []))}; slowest of each "
               f"round {', '.join(f'{1000 * max(r):.0f}' for r in rounds)} ms |")
-    print(f"\nsamplers alive in a session of their own after slurmd's kill: "
+    print(f"\nsamplers alive after slurmd's kill of their Prologs' process groups: "
           f"{sw['samplers_alive']} of {sw['samplers']}; records: {sw['records']} of {sw['jobs']}")
     if a.cluster:
         for name, v in res["cluster"]["prolog"].items():

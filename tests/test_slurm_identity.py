@@ -201,9 +201,9 @@ def test_sampler_path_is_write_side_and_light(entry):
 
 
 def test_prolog_imports_nothing_but_os_and_sys(tmp_path):
-    """`python -I -S hooks.py prolog` as the wrapper runs it: nothing beyond os and sys
-    (posix_spawn is in os). (Its sampler, for a job whose user cannot be, ends at once:
-    not monitored.)"""
+    """`python -I -S hooks.py prolog`: nothing beyond os and sys before the sampler is
+    out of the Prolog's way (its forks are os's). (Its sampler, for a job whose user
+    cannot be, ends at once: not monitored.)"""
     env = {"SLURM_JOB_ID": "1", "SLURM_JOB_UID": "nobody-here", "SLURMD_NODENAME": "t"}
 
     def loaded(argv):

@@ -1,27 +1,28 @@
 """jobmon's Slurm Prolog and Epilog, and the start of the per-job sampler.
 
-Prolog (root, no PATH, before the job starts): spawns the job's sampler and exits 0.
-Slurm kills the Prolog's process group when the Prolog exits, so the sampler is spawned
-outside it: posix_spawn with setsid returns once the child is in a session of its own
-and has exec'd, so no job's sampler depends on being scheduled before some deadline.
-Then the Prolog names the sampler in its pid file for the Epilog, and tells the sampler
-so on a pipe. A Prolog that fails or is slow drains the node and requeues the job held;
-this one exits 0 whatever happens, and runs nothing but the interpreter (`python -I -S
-hooks.py prolog`: no site-packages, no jobmon import) and one spawn.
+Prolog (root, no PATH, before the job starts): starts the job's sampler outside its own
+process group and exits 0. Slurm kills the Prolog's process group when the Prolog exits,
+so the Prolog forks a child that starts a session of its own, forks the sampler in it and
+exits; the Prolog waits for that child, which does nothing else: no deadline, nothing to
+race. Then the Prolog names the sampler in its pid file for the Epilog, and tells the
+sampler so on a pipe. A Prolog that fails or is slow drains the node and requeues the job
+held; this one exits 0 whatever happens, and runs nothing but the interpreter (`python
+-I -S`: no site-packages, no jobmon import) and two forks.
 
-Sampler (`hooks.py sampler`, what the Prolog spawned): finds jobmon (site-packages),
-drops to the job's user, identifies the job, waits for its cgroup and samples it until
-the job is over (jobmon.plugins.slurm.sampler, jobmon.watch). What fails before its own
-warnings are set up is said in syslog, or where syslog receives nothing in the run
-directory's warnings.log.
+Sampler (the Prolog's grandchild, detached, a fork of the interpreter that is already
+running): finds jobmon (site-packages), drops to the job's user, identifies the job,
+waits for its cgroup and samples it until the job is over (jobmon.plugins.slurm.sampler,
+jobmon.watch). What fails before its own warnings are set up is said in syslog, or where
+syslog receives nothing in the run directory's warnings.log.
 
 Epilog (root, after the job): tells the job's sampler the job's exit status and to
 finish, waits for it (bounded), kills it if it will not end -- no sampler outlives its
 job -- and leaves the spool to the node's shipper. It too exits 0 whatever happens.
 
 Only os and sys are imported at the top: the Prolog's wall time is the interpreter's
-start-up plus a spawn. The wrappers slurm.conf names are written by
-`jobmon-slurm-hooks install` (jobmon.plugins.slurm.install).
+start-up plus two forks. The wrappers slurm.conf names are written by
+`jobmon-slurm-hooks install` (jobmon.plugins.slurm.install); they import this file
+rather than run it (its compiled form is then used) and name it on the command line.
 """
 import os
 import sys
@@ -42,8 +43,6 @@ def main(argv=None):
         prolog(argv[1:])
     elif kind == "epilog":
         epilog(argv[1:])
-    elif kind == "sampler":
-        sampler_main(argv[1:])
     elif kind in ("install", "deploy"):
         from jobmon.plugins.slurm import install
         sys.exit(install.main(argv))
@@ -91,17 +90,15 @@ def prolog(argv):
 
 
 def start_sampler(argv):
-    """Spawn the job's sampler in a session of its own and name it in its pid file.
-    Never raises."""
+    """Start the job's sampler outside the Prolog's process group and name it in its pid
+    file. Never raises."""
     opts = options(argv)
     run_dir = opts.get("run-dir", RUN_DIR)
     try:
         os.closerange(3, 1 << 20)       # nothing slurmd left open may reach the sampler
         path = pid_file(run_dir, os.environ)
         r, w = os.pipe()
-        os.set_inheritable(r, True)
-        pid = spawn([sys.executable, "-I", "-S", os.path.abspath(__file__), "sampler",
-                     f"--prolog-fd={r}"] + list(argv))
+        pid = detach(list(argv) + [f"--prolog-fd={r}"], r, w)
         os.close(r)
         # the sampler waits for this word before it counts on the Epilog
         os.write(w, b"1" if path and _write_pid_file(path, pid) else b"0")
@@ -110,16 +107,34 @@ def start_sampler(argv):
         warn(fallback_fd(run_dir), f"sampler not started: {type(e).__name__}: {e}")
 
 
-def spawn(argv):
-    """argv as a new process in a session of its own, its stdio on /dev/null, the
-    Epilog's signals held until it listens; its pid once it has exec'd."""
-    null = os.open(os.devnull, os.O_RDWR)
-    try:
-        return os.posix_spawn(argv[0], argv, os.environ, setsid=True,
-                              setsigmask=STOP_SIGNALS,
-                              file_actions=[(os.POSIX_SPAWN_DUP2, null, fd) for fd in (0, 1, 2)])
-    finally:
-        os.close(null)
+def detach(argv, r, w):
+    """Fork the sampler into a session of its own: a child starts the session, forks the
+    sampler in it, says its pid and exits. The sampler has its stdio on /dev/null and the
+    Epilog's signals held until it listens; it never returns from here (sampler_main)."""
+    pr, pw = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            import _signal                  # built in, already loaded: costs nothing
+            _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
+            os.setsid()                     # out of the Prolog's process group
+            sampler = os.fork()
+            if sampler == 0:
+                for fd in (pr, pw, w):
+                    os.close(fd)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):        # a child holding the Prolog's output blocks it
+                    os.dup2(null, fd)
+                os.close(null)
+                sampler_main(argv)
+            os.write(pw, b"%d" % sampler)
+        finally:
+            os._exit(0)
+    os.close(pw)
+    said = os.read(pr, 32)
+    os.close(pr)
+    os.waitpid(child, 0)
+    return int(said)
 
 
 def _write_pid_file(path, pid):
@@ -159,7 +174,7 @@ def _start_ticks(pid):
     return int(data[data.rindex(b")") + 2:].split()[19])
 
 
-# --- the sampler (spawned by the Prolog, detached) ---------------------------------------
+# --- the sampler (the Prolog's grandchild, detached) --------------------------------------
 
 def sampler_main(argv):
     """Sample the job until it is over; exit with 0, or 1 if it could not (said where

@@ -28,13 +28,16 @@ PYTHON={python}
 HOOKS={hooks}
 JOBMON_CONFIG={config}
 export JOBMON_CONFIG
+RUN="{run}"
 if [ -x /usr/bin/timeout ]; then set -- /usr/bin/timeout -s KILL {limit}; fi
 # hooks.py imported, not run as a script: its compiled form is then used, not compiled anew
-[ -x "$PYTHON" ] && [ -r "$HOOKS" ] && \\
-    "$@" "$PYTHON" -I -S -c "import sys; sys.path[:0] = ['${{HOOKS%/*}}']; import hooks; hooks.main()" \\
-        {entry} --run-dir={run_dir}{extra} </dev/null >/dev/null 2>&1
+[ -x "$PYTHON" ] && [ -r "$HOOKS" ] && "$@" "$PYTHON" -I -S -c "$RUN" "$HOOKS" \\
+    {entry} --run-dir={run_dir}{extra} </dev/null >/dev/null 2>&1
 exit 0
 """
+# `python -c RUN HOOKS ARGS`: the samplers show HOOKS on their command line
+RUN_HOOKS = ("import sys; sys.path[:0] = [sys.argv[1].rpartition('/')[0]]; import hooks; "
+             "hooks.main(sys.argv[2:])")
 WHAT = {"prolog": "it only starts the job's sampler, detached.",
         "epilog": "it stops the job's sampler (waiting {wait:g} s at most)."}
 
@@ -47,7 +50,7 @@ def wrapper(kind, target, python, hooks_path, config_path, run_dir=hooks.RUN_DIR
     return WRAPPER.format(kind=kind.capitalize(), conf_key=kind.capitalize(), target=target,
                           what=WHAT[kind].format(wait=wait), python=python, hooks=hooks_path,
                           config=config_path, limit=limit, entry=kind, run_dir=run_dir,
-                          extra=extra)
+                          extra=extra, run=RUN_HOOKS)
 
 
 def parse_wrapper(text):
