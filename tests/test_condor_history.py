@@ -249,7 +249,7 @@ def test_exit_memory_and_wall_disagreements():
     high = condor_compare.compare(dict(JOBMON_1_0, rss_peak_bytes=200 * MiB, cpu_user_seconds=13.0,
                                        cpu_system_seconds=0.0), rec)
     assert [r["field"] for r in high] == ["memory_bytes"]
-    assert "330 MiB" in high[0]["reason"]
+    assert "330.0 MiB" in high[0]["reason"]
 
 
 def test_no_exit_comparison_for_a_removed_run():
