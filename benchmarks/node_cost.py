@@ -12,7 +12,8 @@ with a cgroup v2 hierarchy (pure, or a hybrid host's):
    them (4 a GPU), a recorded two-socket RAPL tree (tests/fixtures/powercap/xeon_2s), and
    the network counters of --jobs cgroups two levels deep, each with traffic: its CPU per
    refresh (process_time of the refreshes, in this process) and, as a real `jobmon
-   node-reader` process, its resident memory (VmHWM) after 20 s at a 1 s period;
+   node-reader` process at a 1 s period, its CPU per second over 30 s after its start-up
+   (schedstat) and its resident memory (VmHWM);
 3. the job side, per sample: the node-reader probe's read() on a main probe that costs
    nothing (its energy share and network counters), when the reader's files are unchanged
    since the last read and when they are new; and `jobmon run` peak RSS with the node
@@ -51,6 +52,12 @@ def v2_root():
 def move(pid, cgroup):
     with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
         f.write(str(pid))
+
+
+def on_cpu(pid):
+    """Seconds the process has run on a CPU (schedstat: nanoseconds, not clock ticks)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
 
 
 def per_packet(base):
@@ -92,12 +99,13 @@ def recording(path, pids):
 
 
 def jobs_with_traffic(base, n):
-    """n job cgroups (job_N/task), each with a process that sent a little over loopback
-    and sleeps (its pid is on a GPU of the recording)."""
+    """n job cgroups (job_N/task), each with a process that sends 1000 bytes over loopback
+    every 0.5 s (its pid is on a GPU of the recording)."""
     server = socket.create_server(("127.0.0.1", 0))
     code = ("import socket, sys, time\n"
             "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
-            "s.sendall(b'x' * 10000); time.sleep(3600)\n")
+            "while True:\n"
+            "    s.sendall(b'x' * 1000); time.sleep(0.5)\n")
     procs, conns = [], []
     for i in range(n):
         task = os.path.join(base, f"job_{i}", "task")
@@ -191,12 +199,13 @@ def main():
         for depth, best, median in per_packet(os.path.join(base, "l1")):
             print(f"BPF program per packet, socket {depth} level(s) below the root: "
                   f"{best} ns best, {median} ns median of 5 x 200,000 runs")
+        net = netcount.network_source(1.0)        # counting before the jobs' traffic
         procs, conns = jobs_with_traffic(os.path.join(base, "jobs"), a.jobs)
         rec = os.path.join(pub, "recording.json")
         recording(rec, [p.pid for p in procs])
+        time.sleep(1)
         sources = [GpuSource(RecordedSource(rec), 1.0),
-                   EnergySource(1.0, powercap=powered.powercap, cpu_stat=powered.stat),
-                   netcount.network_source(1.0)]
+                   EnergySource(1.0, powercap=powered.powercap, cpu_stat=powered.stat), net]
         cpu, sizes, cgroups = reader_cost(os.path.join(pub, "inproc"), sources, a.refreshes)
         print(f"node reader, {a.jobs} jobs (8 GPUs x {a.jobs // 8} processes, 4 RAPL zones, "
               f"{cgroups} cgroups counted): {cpu * 1e3:.2f} ms CPU per refresh; bytes "
@@ -205,14 +214,17 @@ def main():
         r = subprocess.Popen([a.jobmon, "node-reader", f"--dir={d}", f"--recorded={rec}",
                               f"--powercap={powered.powercap}", f"--cpu-stat={powered.stat}",
                               "--period=1"], stderr=subprocess.DEVNULL)
+        # its counters fill as the jobs keep sending
         try:
-            time.sleep(20)
+            time.sleep(5)                            # past its start-up
+            cpu0, t0 = on_cpu(r.pid), time.monotonic()
+            time.sleep(30)
+            per_s = (on_cpu(r.pid) - cpu0) / (time.monotonic() - t0)
             status = open(f"/proc/{r.pid}/status").read()
             hwm = int(status.split("VmHWM:")[1].split()[0]) / 1024
-            ticks = open(f"/proc/{r.pid}/stat").read().rsplit(")", 1)[1].split()
-            cpu_s = (int(ticks[11]) + int(ticks[12])) / os.sysconf("SC_CLK_TCK")
-            print(f"jobmon node-reader process, {a.jobs} jobs, 20 s at a 1 s period: "
-                  f"{cpu_s:.2f} s CPU in all (start-up included), VmHWM {hwm:.1f} MiB")
+            print(f"jobmon node-reader process, {a.jobs} jobs, 1 s period, 30 s after its "
+                  f"start-up: {per_s * 1e3:.2f} ms CPU per second ({per_s * 100:.3f} % of a "
+                  f"core), VmHWM {hwm:.1f} MiB")
             same, new = job_side(d, os.path.join(base, "jobs", "job_0"), a.reads)
             print(f"job side, node-reader probe (energy share + network counters): "
                   f"{same:.1f} µs per read when the files are unchanged, {new:.1f} µs when "

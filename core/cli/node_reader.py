@@ -92,10 +92,13 @@ def register(app):
                 f.write("\n")
             source.close()
             return
-        from .ship import load_config
-        cfg = load_config(config_path)
-        sources = _sources(cfg, gpus, energy and not gpu_only, network and not gpu_only,
-                           recorded, powercap, cpu_stat, period, gpu_only)
+        energy, network = energy and not gpu_only, network and not gpu_only
+        cfg = None
+        if energy or network:          # the GPUs need no site settings
+            from .ship import load_config
+            cfg = load_config(config_path)
+        sources = _sources(cfg, gpus, energy, network, recorded, powercap, cpu_stat, period,
+                           gpu_only)
         if not sources:
             typer.echo("jobmon: nothing to publish (no GPUs, energy and network off)", err=True)
             raise typer.Exit(2)
