@@ -131,6 +131,16 @@ def test_one_reader_per_directory(node):
     assert r.returncode == 2 and "another node reader" in r.stderr
 
 
+def test_a_broken_site_file_does_not_stop_the_gpus(node, tmp_path):
+    site = tmp_path / "jobmon.toml"
+    site.write_text("[node_reader\nenergy_share = \n")         # not TOML
+    r = subprocess.run([JOBMON, "gpu-reader", f"--dir={node.dir}", "--once",
+                        f"--recorded={node.recording}", f"--config={site}"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert len(node.snapshot()["gpus"]) == 2
+
+
 def test_refuses_a_directory_others_may_write(node):
     os.chmod(node.dir, 0o777)
     r = once(node)
