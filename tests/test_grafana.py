@@ -125,7 +125,7 @@ def test_the_validator_refuses_what_grafana_does_not_know():
 
 def test_every_dashboard_has_the_issue_variables_and_links():
     names = {n: [v["name"] for v in d["templating"]["list"]] for n, d in DASHBOARDS.items()}
-    assert {"cluster", "user", "account", "group", "host", "job", "run"} <= set(
+    assert {"cluster", "user", "account", "group", "host", "job", "schedd", "run"} <= set(
         names["jobmon-job.json"])
     with open(os.path.join(REPO, "docs", "grafana.md"), encoding="utf-8") as f:
         doc = f.read()
@@ -329,7 +329,8 @@ def filled(influx_server, tmp_path_factory):
 NOT_IN_SHOWCASE = ("Stalled on CPU, memory, I/O (PSI)", "Killed for memory")
 SCENARIOS = {   # what a user picks: values of the variables, per dashboard
     "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": "jobmon-test",
-                        "account": gm.ALL, "group": gm.ALL, "host": gm.ALL, "run": gm.ALL},
+                        "account": gm.ALL, "group": gm.ALL, "host": gm.ALL, "schedd": gm.ALL,
+                        "run": gm.ALL},
     "jobmon-node.json": {"cluster": ["alpha", "beta"], "host": "wn2", "user": gm.ALL},
     "jobmon-cluster.json": {"cluster": ["alpha", "beta"], "account": gm.ALL, "group": gm.ALL,
                             "user": gm.ALL},

@@ -115,7 +115,7 @@ def check_dashboard(filled, name, values, skip=()):
 
 def job_view(job_id, user):
     return {"job": clean_tag(job_id), "user": user, "cluster": gm.ALL, "account": gm.ALL,
-            "group": gm.ALL, "host": gm.ALL, "run": gm.ALL}
+            "group": gm.ALL, "host": gm.ALL, "schedd": gm.ALL, "run": gm.ALL}
 
 
 def rows(answers, where):

@@ -41,7 +41,7 @@ def keys(line):
 def tables(tmp_path):
     """Every table jobmon can come to hold: each key the shipper lets through from a
     spool file, and each its own points carry (every counter, every reason of loss)."""
-    out = {m: (set(schema.ALL_TAGS), set(f)) for m, f in schema.FIELD_TYPES.items()}
+    out = {m: (set(schema.ALL_TAGS), set(f)) for m, f in schema.STORED_TYPES.items()}
     state = State(str(tmp_path))
     state.last_success = 1.0
     for reason in REASONS:

@@ -220,3 +220,78 @@ def test_jobmon_run_under_the_id_of_anothers_slurm_job_is_a_claim(jobmon_slurm):
     assert q.returncode == 0, q.stderr
     rep = json.loads(q.stdout)
     assert rep["job"]["user"] == A and [x["user"] for x in rep["claims"]] == [B]
+
+
+# --- two schedds' 4711.0 -------------------------------------------------------------------
+
+SCHEDDS = {"ap01.example.org": (GID, 0.3),                      # the history's 4711.0
+           "ap02.example.org": ("ap02.example.org#4711.0#1760000001", 1.0)}
+
+
+def two_schedds_runs(config_text, store=None):
+    """A's 4711.0 of each schedd, at once on one node (two slots), busy 0.3 s and 1.0 s."""
+    from test_condor_wrapper import Starter
+    procs, starters = [], []
+    for schedd, (gid, seconds) in SCHEDDS.items():
+        st = (Starter if store else SpoolingStarter)(
+            site=config_text, user=A, **dict(AD, GlobalJobId=f'"{gid}"'))
+        st.prepare()
+        if store:
+            st.env["JOBMON_STORE"] = store
+        procs.append(st.popen_prepared(busy(seconds), stdin=subprocess.DEVNULL))
+        starters.append(st)
+    for p in procs:
+        _out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    return starters[0]
+
+
+def check_two_jobs(env):
+    """`jobmon query 4711.0` asks which schedd; each schedd's job has its own figures."""
+    r = query(env, rc=1)
+    assert "2 schedds have a job '4711.0': ap01.example.org, ap02.example.org" in r.stderr
+    assert "jobmon query ap02.example.org#4711.0" in r.stderr
+    for schedd, (gid, seconds) in SCHEDDS.items():
+        for asked in (f"{schedd}#4711.0", gid):
+            r = jobmon("query", asked, "--json", "--no-scheduler", env=env)
+            assert r.returncode == 0, r.stderr
+            rep = json.loads(r.stdout)
+            cpu = rep["summary"]["cpu_user_seconds"] + rep["summary"]["cpu_system_seconds"]
+            assert rep["job"]["tags"]["schedd"] == schedd and len(rep["runs"]) == 1
+            assert seconds - 0.05 <= cpu <= seconds + 0.3, (asked, cpu)
+            assert all(s["cpu_user_seconds"] + s["cpu_system_seconds"] <= cpu + 0.01
+                       for s in rep["samples"])      # none of the other job's samples
+    r = jobmon("report", "--json", "--since=1d", env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["jobs"] == 2, r.stderr
+
+
+def test_two_schedds_4711_0_are_two_jobs(site):
+    """Two schedds' 4711.0 of one user, at once on one node: two series in InfluxDB, two
+    jobs to `jobmon query` (which asks which) and `jobmon report`; HTCondor's record of one
+    schedd's 4711.0 settles that job only."""
+    history = owned_by(A, "htcondor", "history")       # ap01's 4711.0 only
+    site.prepare()
+    with open(site.config) as f:
+        st = two_schedds_runs(f.read() + FAST + f'history = "{history}"\n')
+    site.ship()
+    env = dict(site.env, JOBMON_CONFIG=st.config)
+    counts = site.rows('SELECT count("cpu_user_seconds") AS n FROM "jobmon_sample" '
+                       'WHERE "job" = \'4711.0\' GROUP BY "schedd"')
+    assert sorted(r["schedd"] for r in counts) == sorted(SCHEDDS)
+    check_two_jobs(env)
+    reconcile(env)
+    got = {r["schedd"]: r for r in
+           site.rows('SELECT * FROM "jobmon_job" WHERE "job" = \'4711.0\'')}
+    assert (got["ap01.example.org"]["scheduler_state"],
+            got["ap01.example.org"]["ownership"]) == ("completed", "own")
+    assert got["ap02.example.org"]["reconciled"] == 0      # ap01's record is not its
+
+
+def test_two_schedds_4711_0_in_the_embedded_store():
+    where = shared_tmpdir("jobmon-schedds-")
+    try:
+        store = os.path.join(where, "s.db")
+        st = two_schedds_runs(FAST, store)
+        check_two_jobs(dict(os.environ, JOBMON_CONFIG=st.config, JOBMON_STORE=store))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)

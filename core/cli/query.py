@@ -71,11 +71,16 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     never the job: listed apart in each report ("claims"), shown only asked for with
     --user. Ends the command with a message when nothing fits."""
     from ..report import runs as runs_
-    from ..stores.ids import parse
+    from ..stores.ids import parse, schedd_of, split_schedd
     job_id, user = argv_text(job_id), argv_text(user)
     st = open_store(store)
     ref = parse(job_id)
     records = [r for r in st.records(ref) if not _step_of(r, job_id)]
+    job, schedd = split_schedd(job_id)
+    if not records and schedd:    # schedd#4711.0: that schedd's 4711.0
+        job_id, ref = job, parse(job)
+        records = [r for r in st.records(ref) if not _step_of(r, job_id)
+                   and schedd_of(r) == schedd]
     # none: the name of an array, a batch or a DAG, as `jobmon report` groups them
     batch = not any(not user or r.get("user") == user for r in records)
     if batch:
@@ -94,6 +99,7 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
                    f"only {len(claims)} claim(s) by other users ({_users(claims.values())}); "
                    "see one with --user", err=True)
         raise typer.Exit(1)
+    _one_schedd(job_id, mine)
     jobs = runs_.by_job(mine)
     if ref.group and (len(jobs) > 1 or job_id not in jobs):
         return [_owned(_report(st, runs, None), *owned) for runs in jobs.values()], \
@@ -126,13 +132,25 @@ def _owned(rep, verdicts, claims, owners):
     """The report with whose job it is: its run's verdict, and the claims on its job."""
     from ..report import ownership
     shown = rep.pop("records")
-    job = rep["header"]["job"]
+    job, known = rep["header"]["job"], ownership.owners_for(owners, shown[0])
     verdict = verdicts[id(shown[0])]
     rep["ownership"] = {"verdict": verdict, "why": ownership.why(
-        claims[id(shown[0])], owners.get(job, ())) if verdict == ownership.CLAIM else None}
-    rep["claims"] = [ownership.claim_row(c, owners.get(job, ())) for i, c in claims.items()
+        claims[id(shown[0])], known) if verdict == ownership.CLAIM else None}
+    rep["claims"] = [ownership.claim_row(c, known) for i, c in claims.items()
                      if c.get("job") == job and all(i != id(x) for x in shown)]
     return rep
+
+
+def _one_schedd(job_id, records):
+    """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
+    which (a GlobalJobId is one already)."""
+    from ..stores.ids import schedd_of
+    schedds = sorted({schedd_of(r) for r in records} - {None})
+    if len(schedds) > 1:
+        typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
+                   f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(
+                       f"jobmon query {s}#{job_id}" for s in schedds)), err=True)
+        raise typer.Exit(1)
 
 
 def _users(records):
@@ -197,8 +215,8 @@ def register(app):
     @app.command()
     def query(
         job_id: str = typer.Argument(..., metavar="JOBID", help="Job id (see `jobmon list`): "
-                                     "4711.0, 4711 (a whole cluster or array), a GlobalJobId, "
-                                     "12345_7, 12345+0 ..."),
+                                     "4711.0, 4711 (a whole cluster or array), SCHEDD#4711.0 "
+                                     "or a GlobalJobId (one schedd's), 12345_7, 12345+0 ..."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         as_csv: bool = typer.Option(False, "--csv", help="Print the report's figures as CSV "
                                     "(section, name, value, unit, detail)."),

@@ -27,9 +27,10 @@ SAMPLE_MEASUREMENTS = (SAMPLE, PROCS)
 # owner, the node's name, the site's cluster name)
 SHIPPER_TAGS = ("cluster", "host", "user")
 # tags written by the sampler: the job id, the scheduler, the run (a job the scheduler ran
-# more than once: evicted, requeued), and the job tags (--tag, or from the scheduler
-# plugin) with one of these bounded-cardinality names
-JOB_TAGS = ("job", "scheduler", "run")
+# more than once: evicted, requeued), the HTCondor schedd its id is of (two schedds'
+# 4711.0 are two jobs), and the job tags (--tag, or from the scheduler plugin) with one of
+# these bounded-cardinality names
+JOB_TAGS = ("job", "scheduler", "run", "schedd")
 PROMOTED_TAGS = ("account", "group", "partition", "queue")
 ALL_TAGS = SHIPPER_TAGS + JOB_TAGS + PROMOTED_TAGS
 
@@ -80,7 +81,7 @@ def job_tags(job):
     tags = {"job": job.get("job"), "scheduler": job.get("scheduler")}
     if job.get("run") is not None:
         tags["run"] = str(job["run"])
-    for k in PROMOTED_TAGS:
+    for k in ("schedd",) + PROMOTED_TAGS:
         v = (job.get("tags") or {}).get(k)
         if v:
             tags[k] = v

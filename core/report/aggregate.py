@@ -247,6 +247,6 @@ def aggregate(records, by="user", since=None, until=None, limits=None, accounts=
             "total": total.model(), "groups": ordered,
             "top_wasters": [job_row(r, f) for _w, r, f in wasters[:limits["top"]]],
             "suspects": suspects[:limits["suspects"]], "suspect_count": len(suspects),
-            "claims": [ownership.claim_row(r, owners.get(r.get("job"), ()))
+            "claims": [ownership.claim_row(r, ownership.owners_for(owners, r))
                        for r in claims if not is_step(r)][:limits["suspects"]],
             "claim_count": sum(not is_step(r) for r in claims)}

@@ -20,6 +20,7 @@ the same way in memory by the readers):
 
 Read side, standard library only."""
 from ..config_ownership import is_pilot_account
+from ..stores.ids import schedd_of
 
 OWN, CLAIM, UNCONFIRMED, LOCAL = "own", "claim", "unconfirmed", "local"
 VERDICTS = (OWN, CLAIM, UNCONFIRMED, LOCAL)
@@ -62,12 +63,22 @@ def owners_of(record):
 
 
 def known_owners(records, verdicts):
-    """{job id: the users the records confirmed as that job's name}."""
+    """{(job id, its schedd): the users the records confirmed as that job's name} (the
+    schedd of an HTCondor id: two schedds' 4711.0 are two jobs; None for the others)."""
     owners = {}
     for r in records:
         if verdicts[id(r)] == OWN:
-            owners.setdefault(r.get("job"), set()).update(owners_of(r))
+            owners.setdefault((r.get("job"), schedd_of(r)), set()).update(owners_of(r))
     return owners
+
+
+def owners_for(owners, record):
+    """The confirmed owners (known_owners) of a record's job; a record without a schedd (a
+    `jobmon run`) is under the id of that job on any schedd."""
+    job, schedd = record.get("job"), schedd_of(record)
+    if schedd is not None:
+        return owners.get((job, schedd), set())
+    return set().union(*(o for (j, _s), o in owners.items() if j == job))
 
 
 def settle(records, accounts=()):
@@ -77,7 +88,7 @@ def settle(records, accounts=()):
     verdicts = {id(r): stored(r) for r in records}
     owners = known_owners(records, verdicts)
     for r in records:
-        known = owners.get(r.get("job"))
+        known = owners_for(owners, r)
         if known and verdicts[id(r)] in (UNCONFIRMED, LOCAL) \
                 and not runs_as(r.get("user"), known, accounts):
             verdicts[id(r)] = CLAIM

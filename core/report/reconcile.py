@@ -37,12 +37,12 @@ from ..summary import from_samples
 from .model import STALE_INTERVALS, STALE_SECONDS
 from .ownership import CLAIM, SCHEDULERS, judge
 from .runs import is_step
-from .scheduler import ending, pick
+from .scheduler import GLOBAL_ID, ending, lookup_id, pick
 
 GIVE_UP_SECONDS = 2 * 86400.0   # after the run's end: no record will come any more
 # a `jobmon run` id a scheduler could know: HTCondor's 4711, 4711.0 or GlobalJobId,
 # Slurm's 12345, 12345_7, 12345+1
-SCHEDULER_ID = re.compile(r"\d+(?:[._+]\d+)?|[^#\s]+#\d+\.\d+#\d+")
+SCHEDULER_ID = re.compile(r"\d+(?:[._+]\d+)?|" + GLOBAL_ID.pattern)
 
 
 class Plan:
@@ -73,8 +73,8 @@ def needs(record, unmarked=True):
     return not s.get("reconciled") and (unmarked or s.get("reconciled") == 0)
 
 
-def lookup_id(record):
-    """The id the scheduler knows the record's run by: a step's is its job's."""
+def job_of(record):
+    """The job the scheduler knows the record's run by: a step's is its job's."""
     return (record.get("tags") or {}).get("parent_job") if is_step(record) \
         else record.get("job")
 
@@ -94,8 +94,8 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
         got = found.get(scheduler)
         end = None
         if got is not None:
-            job = lookup_id(rec)
-            end = pick(scheduler, got.get(job) or [], job, rec.get("run"))
+            end = pick(scheduler, got.get(lookup_id(rec, job_of(rec))) or [], job_of(rec),
+                       rec.get("run"))
         end = end.as_dict() if end else None
         summary, folded = _summary(store, rec, now, end)
         if summary is None:
@@ -151,7 +151,7 @@ def _asked(rec):
 
 def _owners(rec, found):
     """The users the schedulers' records of the record's job name."""
-    job = lookup_id(rec)
+    job = lookup_id(rec, job_of(rec))
     return {getattr(r, "user", None) or getattr(r, "owner", None)     # Slurm's, HTCondor's
             for s in _asked(rec) for r in (found.get(s) or {}).get(job, ())} - {None, ""}
 
@@ -186,7 +186,7 @@ def _lookups(todo, cfg, sources, p):
     ids, own = {}, set()
     for rec in todo:
         for scheduler in _asked(rec):
-            ids.setdefault(scheduler, set()).add(lookup_id(rec))
+            ids.setdefault(scheduler, set()).add(lookup_id(rec, job_of(rec)))
         own.add(rec.get("scheduler"))
     found = {}
     for scheduler, wanted in ids.items():

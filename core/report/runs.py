@@ -39,9 +39,11 @@ def is_step(record):
 
 def run_key(record):
     """What tells a record's run apart: the run the plugin named, by its user (and its pool,
-    where a store holds several); else the record itself (one run per record)."""
+    where a store holds several; its HTCondor schedd: two schedds' 4711.0 are two jobs);
+    else the record itself (one run per record)."""
     if record.get("run") is not None:
-        return (str(record["run"]), record.get("user"), record.get("cluster"))
+        return (str(record["run"]), record.get("user"), record.get("cluster"),
+                (record.get("tags") or {}).get("schedd"))
     return ("record", record.get("host"), record.get("start_time"), record.get("user"))
 
 

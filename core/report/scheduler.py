@@ -3,6 +3,7 @@ event logs) or Slurm (sacct) recorded, in jobmon's units, with where the two dis
 why. Read side; the sources may run commands, so only `jobmon query` and reports call it.
 """
 import importlib
+import re
 
 from .. import accounting
 from . import canonical
@@ -13,6 +14,22 @@ KNOWN = {"htcondor": ("HTCondor", ".condor_compare"), "slurm": ("Slurm", ".sacct
 NOT_YET = {"htcondor": "HTCondor writes a job's history when it leaves the queue; set "
                        "[condor] schedd, history or event_log (docs/htcondor.md)",
            "slurm": "sacct lists a job a few seconds after it ends (slurmdbd)"}
+
+
+# an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
+GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")
+
+
+def lookup_id(record, job=None):
+    """The id to ask the scheduler for about a record (or a report's header): its job id
+    (`job`, default its own), or an HTCondor run's GlobalJobId, so that only its own
+    schedd's job of that number answers."""
+    job = job or record.get("job")
+    gid = (record.get("tags") or {}).get("GlobalJobId")
+    if record.get("scheduler") == "htcondor" and isinstance(gid, str) and \
+            GLOBAL_ID.fullmatch(gid) and gid.split("#")[1] == job:
+        return gid
+    return job
 
 
 def pick(scheduler, records, job, run):
@@ -119,7 +136,7 @@ def record_of(header, summary, cfg, source=None):
         out["note"] = f"no {name} accounting source on this host ({NOT_YET[scheduler]})"
         return out
     try:
-        records = source.lookup(header["job"])
+        records = source.lookup(lookup_id(header))
     except accounting.AccountingError as e:
         out["note"] = f"{name}'s accounting: {e}"
         return out

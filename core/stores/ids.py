@@ -7,12 +7,15 @@ component). A query may name one job, or a group of them:
   4711.0                    that HTCondor job
   4711                      job 4711, and every job of HTCondor cluster 4711 / Slurm array 4711
   schedd#4711.0#1700000000  an HTCondor GlobalJobId: job 4711.0 of that submission
+  schedd#4711.0             job 4711.0 of that schedd (HTCondor ids are the schedd's own:
+                            two schedds' 4711.0 are two jobs, told apart by their `schedd`)
   12345_7, 12345+0          that Slurm array task, that heterogeneous component
   anything else             exactly that id
 """
 import re
 
 _GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
+_OF_SCHEDD = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+(?:\.\d+)?)")
 _NUMBER = re.compile(r"\d+")
 
 
@@ -47,3 +50,15 @@ def parse(text):
     if _NUMBER.fullmatch(text):
         return JobRef(text, [text], [text + ".", text + "_"])
     return JobRef(text, [text])
+
+
+def schedd_of(record):
+    """The schedd an HTCondor record's job id is of (the wrapper's `schedd` tag, from the
+    job's GlobalJobId), or None."""
+    return (record.get("tags") or {}).get("schedd") or None
+
+
+def split_schedd(text):
+    """(job id, schedd) of `schedd#4711.0` (or `schedd#4711`); (text, None) otherwise."""
+    m = _OF_SCHEDD.fullmatch(text)
+    return (m["job"], m["schedd"]) if m else (text, None)

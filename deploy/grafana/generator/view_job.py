@@ -6,7 +6,8 @@ from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, match, row, stat
 # the job of the user chosen (two users may run jobs of one id), narrowed like the chain of
 # variables that lists it
 SELECTED = ("job", "user", "cluster", "account", "group", "host")
-F = match(*SELECTED, "run") + " AND $__timeFilter"
+# an HTCondor id is its schedd's: two schedds' 4711.0 are two jobs
+F = match(*SELECTED, "schedd", "run") + " AND $__timeFilter"
 BY_TIME = "GROUP BY time($__interval), \"host\" fill(none)"
 # an allocation is one figure per job (its summary point, at the job's start): carried
 # forward over the range so it draws as a line against the samples
@@ -62,7 +63,7 @@ def build():
         f'"mem_peak_bytes", "mem_sizing_basis", "swap_peak_bytes", "read_bytes", '
         f'"write_bytes", "procs_max", "threads_max", "leftover_procs", "procs_killed_at_end", '
         f'"samples", "interval_seconds", "method", "ownership", "command" '
-        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run", "user"')], h=6,
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "schedd", "run", "user"')], h=6,
         overrides=[unit_override(n, "bytes") for n in (
             "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "read_bytes",
             "write_bytes")] + [unit_override(n, "s") for n in (
@@ -194,7 +195,10 @@ def build():
     variables.append(tag_var("job", where=[match(*SELECTED[1:])], multi=False,
                              description="Job id as users type it (HTCondor 123.0, Slurm "
                                          "12345_7), among the chosen user's jobs."))
-    variables.append(tag_var("run", where=[match(*SELECTED)],
+    variables.append(tag_var("schedd", where=[match(*SELECTED)],
+                             description="HTCondor: the schedd the job is of (two schedds' "
+                                         "4711.0 are two jobs)"))
+    variables.append(tag_var("run", where=[match(*SELECTED, "schedd")],
                              description="Which run of a job the scheduler ran more than once"))
     return dashboard(
         "jobmon-job", "jobmon: single job",
