@@ -155,8 +155,8 @@ def one_pass(store_kind, scheduler, n, cut, influx=None):
             store.unreconciled(start - 1)
         plan = rc.plan(store, records, cfg, now=start + 3600 + 600)
         if store_kind == "local":
-            from jobmon.cli.reconcile import _write_local
-            failed = _write_local(store, plan.writes)
+            from jobmon.cli.reading import write_local
+            failed = write_local(store, plan.writes)
         else:
             from jobmon.cli.reconcile import _write_influx
             failed = _write_influx(cfg, plan.writes)

@@ -7,7 +7,7 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-from . import config_node, toml_subset
+from . import config_node, config_report, toml_subset
 from .config_ownership import OWNERSHIP
 from .config_report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
@@ -193,6 +193,17 @@ def load(explicit=None, env=None):
     _check_shipping(values, path, text)
     _check_paths(values, path, text)
     return Config(values, path)
+
+
+def report_section(warn=None):
+    """The site's [report] section, or its defaults where the configuration cannot be read
+    (said through `warn`)."""
+    try:
+        return load()["report"]
+    except Exception as e:
+        if warn:
+            warn(f"site configuration unusable ({e}); the [report] defaults apply")
+        return config_report.defaults()
 
 
 def url_problem(url):

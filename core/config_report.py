@@ -46,14 +46,3 @@ def defaults():
     """{key: default}: the thresholds a reader uses without a site file."""
     return {k: d for k, (_t, d) in REPORT.items()}
 
-
-def site(warn=None):
-    """The site's [report] section, or its defaults where the configuration cannot be read
-    (said through `warn`)."""
-    try:
-        from . import config
-        return config.load()["report"]
-    except Exception as e:
-        if warn:
-            warn(f"site configuration unusable ({e}); the [report] defaults apply")
-        return defaults()

@@ -392,9 +392,3 @@ COUNTERS = tuple(f[0] for f in SAMPLE_FIELDS if f[2] == "counter")
 SAMPLE_COLUMNS = ("time", "elapsed_seconds", "method") + SAMPLE_NAMES
 UNITS = {f[0]: f[1] for f in SAMPLE_FIELDS}
 UNITS.update({f[0]: f[1] for f in SUMMARY_FIELDS})
-
-
-def markdown():
-    """The metric table as docs/metrics.md shows it (jobmon.metrics_doc)."""
-    from .metrics_doc import markdown as doc
-    return doc()

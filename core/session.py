@@ -134,8 +134,8 @@ class Session:
             tasks_peak = None   # that moment, not the job's: the samples say what it had
         s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
         procs_peak = getattr(sampler.probe, "procs_peak", lambda: None)()
-        from .config_report import site
-        report = site(sampler._warn)
+        from .config import report_section
+        report = report_section(sampler._warn)
         s.update(sampler.fold.totals(tasks_peak, procs_peak, report["idle_allocation_seconds"]))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
         s.update(exit_fields(status))

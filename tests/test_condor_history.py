@@ -9,7 +9,7 @@ import pytest
 from helpers import fixture
 from jobmon import config
 from jobmon.accounting import SOURCES, AccountingError, Source, load
-from jobmon.accounting import condor_compare, condor_events, condor_history as ch
+from jobmon.accounting import condor_compare, condor_events, condor_history as ch, condor_records
 
 MiB, KiB = 1 << 20, 1 << 10
 SYNTH = fixture("htcondor")
@@ -202,9 +202,9 @@ def test_unreachable_sources():
 
 
 def test_fields_documented_with_units():
-    r = ch.Record(job="1.0")
-    assert set(r.as_dict()) == set(ch.FIELDS)
-    for name, (unit, meaning) in ch.FIELDS.items():
+    r = condor_records.Record(job="1.0")
+    assert set(r.as_dict()) == set(condor_records.FIELDS)
+    for name, (unit, meaning) in condor_records.FIELDS.items():
         assert meaning and (unit in ("", "s", "bytes", "count", "cores"))
         if name.endswith("_bytes"):
             assert unit == "bytes"

@@ -161,6 +161,28 @@ def test_renderers_get_a_model_and_never_query():
                                                  "jobmon.report")}, name
 
 
+def test_no_module_of_core_imports_itself_back():
+    """No import cycles in core, lazy imports included: a cycle is one module where the
+    layout shows two. A package and its own modules are one (a name table, what it names)."""
+    def linked(a, b):
+        return not (a.startswith(b + ".") or b.startswith(a + "."))
+    core = {n for n in GRAPH if not under(n, "jobmon.plugins")}
+    edges = {n: {d for d in GRAPH[n] if d in core and d != n and linked(n, d)} for n in core}
+    for start in core:
+        via, todo = {}, [start]        # via: module -> the module that imports it
+        while todo:
+            n = todo.pop()
+            for d in edges[n]:
+                if d == start:
+                    path = [n]
+                    while path[-1] != start:
+                        path.append(via[path[-1]])
+                    raise AssertionError(" <- ".join([start] + path))
+                if d not in via:
+                    via[d] = n
+                    todo.append(d)
+
+
 def test_nothing_below_the_cli_imports_it():
     for name, deps in GRAPH.items():
         if not under(name, "jobmon.cli", "jobmon.__main__"):

@@ -4,7 +4,7 @@ to the event that ended it (terminated, evicted, ...), read with htcondor2.JobEv
 """
 import re
 
-from .condor_history import KiB, MiB, NUMBERS, Record, wants
+from .condor_records import KiB, MiB, NUMBERS, Record, wants
 
 USAGE = re.compile(r"Usr (\d+) (\d+):(\d+):(\d+), Sys (\d+) (\d+):(\d+):(\d+)")
 

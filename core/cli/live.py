@@ -68,35 +68,18 @@ def job_alerts(job, cfg):
 
 def top_text(spool, st, by):
     import shutil
-    from ..config_report import site
+    from ..config import report_section
     from ..render.live import WIDTH, top_screen
     from ..stores.live import running
     jobs, problems = running(spool, st, last=2)
     now = time.time()
-    cfg = site()
+    cfg = report_section()
     problems = list(problems) + [a for j in jobs for a in job_alerts(j, cfg)]
     rows = sort_rows([row(j, now) for j in jobs], by)
     title = (f"jobmon top — {os.uname().nodename} — {len(rows)} running job"
              f"{'' if len(rows) == 1 else 's'} — by {by} — {time.strftime('%H:%M:%S')}")
     width = max(shutil.get_terminal_size((WIDTH, 24)).columns, WIDTH)
     return top_screen(rows, title, problems, width)
-
-
-def breakdown_report(st, records, samples=()):
-    """For `jobmon query`: {"latest": the last breakdown, "over_job": command names over
-    all of them, "count", "taken_seconds": [the first's, the last's] time in the run,
-    "resident_then_bytes": the job's resident memory at the sample nearest the last},
-    or None where the job has none. samples: the run's."""
-    from ..stores.live import fold_breakdowns
-    found = sorted((b for r in records for b in st.breakdowns(r)), key=lambda b: b["time"])
-    if not found:
-        return None
-    last = found[-1]
-    near = min((x for x in samples if x.get("mem_resident_bytes") is not None),
-               key=lambda x: abs(x["time"] - last["time"]), default={})
-    return {"latest": last, "over_job": fold_breakdowns(found), "count": len(found),
-            "taken_seconds": [found[0].get("elapsed_seconds"), last.get("elapsed_seconds")],
-            "resident_then_bytes": near.get("mem_resident_bytes")}
 
 
 def rates(samples, keys):
@@ -148,9 +131,9 @@ def watch_model(job, now):
         out.append(series("GPU util %", [s.get("gpu_util_percent") for s in smp],
                           lambda v: number(v, 0), 100))
     idle_for, span = cpu_last_used(smp, now)
-    from ..config_report import site
+    from ..config import report_section
     return {"job": job.job, "run": info.get("run"), "user": info.get("user"),
-            "alerts": job_alerts(job, site()),
+            "alerts": job_alerts(job, report_section()),
             "cpu_idle_for": idle_for, "samples_span": span,
             "host": info.get("host"), "method": info.get("method"), "age": r["age"],
             "command": info.get("command"), "alloc": r["alloc"], "eff": r["eff"],
@@ -283,7 +266,7 @@ def register(app):
         Redrawn in place until q or Ctrl-C; into a pipe, plain screens one after the
         other."""
         from ..render.live import watch_screen
-        from .query import argv_text
+        from ..runner import argv_text
         job_id = argv_text(job_id)
         sp, st = sources(spool, store)
         job, jobs, problems = find(job_id, sp, st, samples + 1)

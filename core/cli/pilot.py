@@ -24,13 +24,12 @@ def register(app):
         from ..render import pilot as render
         from ..config_ownership import pilot_accounts
         from ..report.pilot_records import PilotNotFound, pilot_account
-        from .query import _config, argv_text, open_store
-        from .reconcile import for_reader
+        from .reading import argv_text, for_reader, open_store, site_config
         st = open_store(store)
         try:
             model = pilot_account(st, argv_text(pilot_id), validated_at,
                                   lambda recs: for_reader(st, recs),
-                                  pilot_accounts(_config()))
+                                  pilot_accounts(site_config()))
         except (PilotNotFound, ValueError) as e:
             typer.echo(f"jobmon: {e}", err=True)
             raise typer.Exit(1)

@@ -5,63 +5,24 @@ from typing import Optional
 import typer
 
 from ..printable import clean
+from .reading import argv_text, for_reader, open_store, site_config
 
 
-def open_store(store: Optional[str]):
-    """The store to read: --store PATH, else the read service when the config names one,
-    else InfluxDB when the config says so, else the embedded default."""
-    import os
-    from ..stores import store_path
-    if store is None:
-        from .. import config
-        try:
-            cfg = config.load()
-            service = cfg["service"]
-            if service["address"]:
-                from ..serve.client import RemoteStore
-                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"]))
-            if cfg.uses_influxdb:
-                from ..stores.influx import InfluxStore
-                return FriendlyStore(InfluxStore.from_config(cfg))
-        except config.ConfigError as e:
-            typer.echo(f"jobmon: {e}", err=True)
-            raise typer.Exit(2)
-    from ..stores.local import LocalStore
-    path = store or store_path()
-    if not os.path.exists(path):
-        raise typer.BadParameter(f"no jobmon store at {path} (no job recorded yet?)",
-                                 param_hint="--store")
-    return LocalStore(path)
-
-
-def argv_text(value):
-    """An argument as the writer stores it (jobmon.runner.argv_text); None stays None."""
-    from ..runner import argv_text as stored
-    return None if value is None else stored(value)
-
-
-class FriendlyStore:
-    """A store whose server errors end the command with one clear line, not a traceback."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def __getattr__(self, name):
-        method = getattr(self.store, name)
-
-        def call(*a, **kw):
-            from ..serve.client import ServiceDown, ServiceError
-            from ..stores.influx import InfluxError
-            try:
-                return method(*a, **kw)
-            except (InfluxError, ServiceError) as e:
-                typer.echo(f"jobmon: {e}", err=True)
-                if isinstance(e, ServiceDown):
-                    typer.echo("jobmon: jobs are read through this service here ([service] "
-                               "address in the configuration); ask the site's admins",
-                               err=True)
-                raise typer.Exit(1)
-        return call
+def breakdown_report(st, records, samples=()):
+    """For `jobmon query`: {"latest": the last breakdown, "over_job": command names over
+    all of them, "count", "taken_seconds": [the first's, the last's] time in the run,
+    "resident_then_bytes": the job's resident memory at the sample nearest the last},
+    or None where the job has none. samples: the run's."""
+    from ..stores.live import fold_breakdowns
+    found = sorted((b for r in records for b in st.breakdowns(r)), key=lambda b: b["time"])
+    if not found:
+        return None
+    last = found[-1]
+    near = min((x for x in samples if x.get("mem_resident_bytes") is not None),
+               key=lambda x: abs(x["time"] - last["time"]), default={})
+    return {"latest": last, "over_job": fold_breakdowns(found), "count": len(found),
+            "taken_seconds": [found[0].get("elapsed_seconds"), last.get("elapsed_seconds")],
+            "resident_then_bytes": near.get("mem_resident_bytes")}
 
 
 def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
@@ -119,9 +80,8 @@ def _ownership(st, records, with_scheduler):
     unless --no-scheduler) on copies: the report shows each record as stored."""
     from ..config_ownership import pilot_accounts
     from ..report import ownership
-    from .reconcile import for_reader
     settled = for_reader(st, [dict(r) for r in records], with_scheduler, write=False)
-    by_copy = ownership.settle(settled, pilot_accounts(_config()))
+    by_copy = ownership.settle(settled, pilot_accounts(site_config()))
     verdicts = {id(r): by_copy[id(c)] for r, c in zip(records, settled)}
     return verdicts, {id(r): c for r, c in zip(records, settled)
                       if verdicts[id(r)] == ownership.CLAIM}, \
@@ -174,14 +134,6 @@ def _step_of(record, job_id):
     return is_step(record) and record.get("job") != job_id
 
 
-def _config():
-    from .. import config
-    try:
-        return config.load()
-    except config.ConfigError:
-        return None   # open_store() has said what is wrong where it matters
-
-
 def _report(st, runs, wanted, job_id=None, with_scheduler=False):
     from ..report import model
     from ..report import runs as runs_
@@ -191,7 +143,7 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
         typer.echo(f"jobmon: job {job_id!r} has no run {wanted!r} (its runs: {labels})",
                    err=True)
         raise typer.Exit(1)
-    cfg = _config()
+    cfg = site_config()
     samples = [st.samples(r) for r in chosen.records]
     # the other runs that never wrote their end-of-job record: their figures are their
     # samples' (a run the scheduler killed with its sampler)
@@ -205,7 +157,6 @@ def _report(st, runs, wanted, job_id=None, with_scheduler=False):
         scheduler = record_of(head["header"], head["summary"], cfg)
     rep = model.build(chosen, samples, runs, cfg["report"] if cfg else None, scheduler,
                       others)
-    from .live import breakdown_report
     rep["procs"] = breakdown_report(st, chosen.records, () if rep["hosts"] else rep["samples"])
     rep["records"] = chosen.records
     return rep

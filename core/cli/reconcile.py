@@ -16,10 +16,10 @@ TEMPFAIL = 75   # EX_TEMPFAIL: the scheduler's accounting or the server did not 
 
 def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
     from ..report import reconcile as rc
-    from .query import FriendlyStore, _config, open_store
+    from .reading import FriendlyStore, open_store, site_config, write_local
     from .report_range import parse_time
     st = open_store(store_arg)
-    cfg = _config()
+    cfg = site_config()
     influx = isinstance(st, FriendlyStore)
     t0 = parse_time(since, param="--since") if since else None
     if influx:
@@ -28,7 +28,7 @@ def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
     plan = rc.plan(st, records, cfg)
     failed = None
     if not dry_run and plan.writes:
-        failed = _write_influx(cfg, plan.writes) if influx else _write_local(st, plan.writes)
+        failed = _write_influx(cfg, plan.writes) if influx else write_local(st, plan.writes)
     out = dict(plan.as_dict(), records=len(records), host=host if influx else None,
                write_error=failed)
     if dry_run:
@@ -47,38 +47,6 @@ def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
             typer.echo(f"jobmon reconcile: {e}", err=True)
     if plan.errors or failed:
         raise typer.Exit(TEMPFAIL)   # a later pass takes them again
-
-
-def for_reader(st, records, scheduler=True, write=True):
-    """A reader's records (`jobmon report`, `jobmon pilot`) with what the node's `jobmon
-    reconcile` has not written yet applied in memory -- and written back into an embedded
-    store where the reader may (and `write`). scheduler False: cut-short runs folded,
-    nobody asked."""
-    from ..report import reconcile as rc
-    from .query import FriendlyStore, _config
-    influx = isinstance(st, FriendlyStore)
-    # InfluxDB: the summaries written before reconciliation are left as they are
-    todo = [r for r in records if rc.needs(r, unmarked=not influx)]
-    if not todo:
-        return records
-    sources = None if scheduler else dict.fromkeys(rc.SCHEDULERS)
-    plan = rc.plan(st, todo, _config(), sources=sources, final_without_source=False)
-    for e in plan.errors:
-        typer.echo(f"jobmon: the scheduler's accounting: {e} (outcomes as stored)", err=True)
-    if write and not influx:
-        _write_local(st, [w for w in plan.writes if w[1].get("reconciled")
-                          or w[1].get("cut_short")])
-    return rc.apply(records, plan)
-
-
-def _write_local(st, writes):
-    import sqlite3
-    try:
-        if writes:
-            st.correct(writes)
-    except sqlite3.Error as e:
-        return f"cannot write the store: {e}"
-    return None
 
 
 def _write_influx(cfg, writes):

@@ -50,7 +50,7 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
                  top=10, store=None, scheduler=True):
     from ..render import range_report
     from ..report import aggregate, rightsize
-    from .query import argv_text, open_store
+    from .reading import argv_text, open_store
     if by not in aggregate.GROUP_KEYS:
         raise typer.BadParameter(f"{by!r}: one of {', '.join(aggregate.GROUP_KEYS)}",
                                  param_hint="--by")
@@ -65,11 +65,10 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
     lim = dict(limits(), top=top)
     from ..config_ownership import pilot_accounts
     from ..report.job_efficiency import INPUTS
-    from .query import _config
-    from .reconcile import for_reader
+    from .reading import for_reader, site_config
     st = open_store(store)
     records = for_reader(st, st.summaries(t0, t1, argv_text(user), fields=INPUTS), scheduler)
-    accounts = pilot_accounts(_config())
+    accounts = pilot_accounts(site_config())
     model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim, accounts)
     model["batches"] = rightsize.rightsize(aggregate.counted(records, accounts)[0], lim, top)
     if as_json:
