@@ -287,8 +287,9 @@ def test_a_reader_settles_what_was_not_reconciled_yet():
     assert (m["jobs"], m["total"]["badput"], m["total"]["goodput"]) == (2, 1, 1)
 
 
-def panel_counts(site, title="Goodput / badput (jobs)"):
-    """What the cluster dashboard's panel shows over the last hour, every variable All."""
+def panel_counts(site, title="Goodput / badput (jobs)", since=None):
+    """What the cluster dashboard's panel shows from `since` (default: an hour ago) to
+    now, every variable All."""
     import grafana_model as gm
     dash = gm.load_dashboards()["jobmon-cluster.json"]
     variables = dash["templating"]["list"]
@@ -297,8 +298,8 @@ def panel_counts(site, title="Goodput / badput (jobs)"):
     out = {}
     for t in panel["targets"]:
         q = gm.substitute(t["query"], variables, dict.fromkeys(
-            ("cluster", "account", "group", "user"), gm.ALL), {}, now_ms - 3600_000,
-            now_ms + 60_000)
+            ("cluster", "account", "group", "user"), gm.ALL), {},
+            int(since * 1000) if since else now_ms - 3600_000, now_ms + 60_000)
         [res] = site.influx.query(q, site.db)["results"]
         for s in res.get("series", []):
             out[s["columns"][1]] = s["values"][0][1]

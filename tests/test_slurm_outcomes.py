@@ -5,6 +5,7 @@ job of two steps -- shipped to a real InfluxDB, then `jobmon reconcile` against 
 Each stored record then carries Slurm's outcome (cancelled by whom, time limit, out of
 memory, requeued, node failure), `jobmon report` and the dashboards count job runs (not
 step records), and the requeued job's first run says it was requeued."""
+import datetime
 import json
 import subprocess
 import time
@@ -44,6 +45,8 @@ def requeue_once(c, jid):
 def reconciled(jobmon_slurm_cluster):
     site = jobmon_slurm_cluster
     c = site.cluster
+    # the session's database holds the other modules' jobs too: this module counts from here
+    started = time.time()
     # past its time limit: SIGTERM ignored (no stray signal ends it early), Slurm's SIGKILL
     # after KillWait ends it
     ids = {"timeout": c.submit("trap '' TERM\nsleep 300\n", time="1"),
@@ -66,9 +69,13 @@ def reconciled(jobmon_slurm_cluster):
     before = {name: site.records()[str(ids[name])] for name in ("oom", "cancelled")}
     r = site.ship()
     assert r.returncode == 0, r.stderr
-    done = jobmon(site, "reconcile", "--json")
+    done = jobmon(site, "reconcile", "--json", f"--since={iso(started)}")
     assert done.returncode == 0, done.stderr
-    return site, ids, before, json.loads(done.stdout)
+    return site, ids, before, json.loads(done.stdout), started
+
+
+def iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat()
 
 
 def jobmon(site, *args):
@@ -87,7 +94,7 @@ def test_oom_is_not_stored_as_signal_125(reconciled):
     """Slurm's Epilog says "signal 125" for an OOM kill (its SIG_OOM 253 & 0x7f): no Linux
     signal, so the sampler stores neither code nor signal -- and sacct's OUT_OF_MEMORY
     becomes the outcome."""
-    site, ids, before, _ = reconciled
+    site, ids, before, _, _ = reconciled
     [rec] = before["oom"]
     assert rec.summary.get("signal") is None and rec.summary.get("exit_code") is None
     [p] = points(site, ids["oom"])
@@ -100,7 +107,7 @@ def test_cancelled_and_timed_out_are_badput_with_who_and_why(reconciled):
     """Stored as exit code 0 and goodput at the job's end (what the Epilog says); once
     reconciled, the scheduler's end: cancelled by root (who ran scancel), and the time
     limit."""
-    site, ids, before, _ = reconciled
+    site, ids, before, _, _ = reconciled
     [rec] = before["cancelled"]
     assert rec.summary["exit_code"] == 0 and rec.summary["outcome"] == "goodput"
     [p] = points(site, ids["cancelled"])
@@ -117,7 +124,7 @@ def test_cancelled_and_timed_out_are_badput_with_who_and_why(reconciled):
 
 
 def test_requeued_run_says_it_was_requeued(reconciled):
-    site, ids, _, _ = reconciled
+    site, ids, _, _, _ = reconciled
     first, second = points(site, ids["requeued"])
     assert (first["run"], first["scheduler_state"], first["outcome"]) == \
         ("1", "REQUEUED", "badput")
@@ -132,11 +139,11 @@ def test_requeued_run_says_it_was_requeued(reconciled):
 def test_report_and_dashboards_count_job_runs_not_steps(reconciled):
     """12 job runs (6 array tasks, the requeued job's 2 runs, 4 single jobs), not the
     30-odd records with the batch, extern and srun steps; 8 goodput, 4 badput."""
-    site, ids, _, done = reconciled
+    site, ids, _, done, started = reconciled
     assert done["settled"] >= 12 and done["waiting"] == 0 and not done["errors"]
     steps = points(site, f"{ids['steps']}.0") + points(site, f"{ids['steps']}.batch")
     assert len(steps) == 2                  # the steps' own records are there ...
-    r = jobmon(site, "report", "--json", "--since=1h")
+    r = jobmon(site, "report", "--json", f"--since={iso(started)}")
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)
     t = m["total"]
@@ -144,7 +151,7 @@ def test_report_and_dashboards_count_job_runs_not_steps(reconciled):
     [batch] = [b for b in m["batches"] if b["name"] == str(ids["array"])]
     assert batch["tasks"] == 6
     from test_scheduler_ends import panel_counts
-    assert panel_counts(site) == {"goodput": 8, "badput": 4}   # ... but not counted
+    assert panel_counts(site, since=started) == {"goodput": 8, "badput": 4}   # ... but not counted
 
 
 def test_node_failure_is_the_sites(jobmon_slurm):
