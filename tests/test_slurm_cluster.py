@@ -210,6 +210,8 @@ def test_failed_prolog_drains_node_and_resume_brings_it_back(slurm):
     slurm.resume()
     assert slurm.drained_nodes() == []
     assert slurm.node_state() == "IDLE"
+    slurm.resume()    # a node back already (a DOWN one comes back by itself): left as it is
+    assert slurm.node_state() == "IDLE"
 
 
 # A Prolog that leaves a process running, as a jobmon sampler will. Slurm kills the

@@ -315,9 +315,15 @@ class Cluster(JobCommands):
             wait_until(f"node {node} idle", idle, timeout, alive, poll=0.1)
 
     def resume(self, timeout=60):
-        """Brings a drained or down node back (what a test must do after a failing Prolog)."""
-        bad = [n for n, _state, _reason in self.drained_nodes()] or [self.node]
-        self.scontrol("update", f"NodeName={','.join(bad)}", "State=RESUME")
+        """Brings every drained or down node back (a failing Prolog drains it), then waits
+        until all are idle. A node set DOWN may come back by itself between the look and
+        the update (ReturnToService=2: when it next registers), and Slurm refuses RESUME
+        for a node that is neither: that node is left as it is."""
+        for node, _state, _reason in self.drained_nodes():
+            r = self.run([_which("scontrol"), "update", f"NodeName={node}", "State=RESUME"],
+                         check=False)
+            if r.returncode and any(s in self.node_state(node) for s in ("DRAIN", "DOWN", "FAIL")):
+                raise ClusterError(f"RESUME of {node} exited {r.returncode}: {r.stderr}")
         self.wait_idle(timeout)
 
     def processes(self):
