@@ -9,6 +9,7 @@ it gives on a database that holds only the points its selections name (copied wi
 exact `"tag" = '...'` per selection). A query that widens (an injection), merges two
 users' runs of one id, or breaks (HTTP 400) gives a different answer."""
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -30,6 +31,8 @@ HOSTILE_IDS = [
 # Grafana's server replaces its macros after the variables, inside a value too: an id
 # holding one cannot be shown (its panels fail, as on the reference), nor show another's
 BACKEND_MACROS = ("$timeFilter", "$interval", "$__interval")
+# two schedds' 7.0, both the victim's: the MiB each holds
+SCHEDDS = {"ap01.example.org": 16, "ap02.example.org": 96}
 HOSTILE_ACCOUNT = "x' OR \"account\" =~ /.*/ OR \"account\" = 'y"
 HOSTILE_GROUP = "g|.*"
 
@@ -40,8 +43,9 @@ def filled(influx_server, tmp_path_factory):
     site = Site(influx_server, tmp_path_factory.mktemp("hostile"), "grafana_hostile")
     site.prepare()
     t0 = time.time()
-    site.run_small_job(SHARED, VICTIM, 16, ("account=phys",))
-    site.run_small_job(SHARED, ATTACKER, 96, ("account=phys",))
+    at_once(site, (SHARED, VICTIM, 16, ("account=phys",)),
+            (SHARED, ATTACKER, 96, ("account=phys",)))
+    at_once(site, *[("7.0", VICTIM, mib, (f"schedd={s}",)) for s, mib in SCHEDDS.items()])
     site.run_small_job("9300", VICTIM, 8)
     for job_id in HOSTILE_IDS:
         site.run_small_job(job_id, ATTACKER, 8)
@@ -55,6 +59,13 @@ def filled(influx_server, tmp_path_factory):
         site.influx.query(f'DROP DATABASE "{db}"')
     site.influx.query(f'DROP DATABASE "{site.db}"')
     site.close()
+
+
+def at_once(site, *jobs):
+    """run_small_job of each (job id, user, MiB, tags), all at once on one node."""
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        for done in [pool.submit(site.run_small_job, *job) for job in jobs]:
+            done.result()
 
 
 def answer(site, db, q):
@@ -174,3 +185,35 @@ def test_grafanas_default_interpolation_would_let_a_number_like_id_out():
     quoted = gm.replace_variables(q.replace("=~ /^$job$/", "= '$job'"), [job],
                                   {"job": INJECTION}, {})
     assert quoted.endswith(f"'{INJECTION}'")
+
+
+def peaks(answers, where, job=None, column="mean"):
+    """{(user, schedd): the largest value} of each series (of the job) a panel draws."""
+    out = {}
+    for r in rows(answers, where):
+        if job is None or r.get("job") == job:
+            key = (r.get("user"), r.get("schedd"))
+            out[key] = max(out.get(key, 0), r[column] or 0)
+    return out
+
+
+@root
+@needs_test_user
+def test_runs_at_once_on_one_node_are_never_merged(filled):
+    """Two schedds' 7.0 (16 and 96 MiB) and two users' 4711.0 at once on one node: each a
+    line of its own with its own memory in the node's stacks and on the job view, never
+    one line of both averaged."""
+    node = {"host": "wn1", "cluster": gm.ALL, "user": gm.ALL}
+    skip = ("Spool", "Points shipped", "Last successful")
+    answers = check_dashboard(filled, "jobmon-node.json", node, skip=skip)
+    stack = "panel 'Resident memory by job (stacked)'"
+    assert sorted(peaks(answers, stack, SHARED)) == sorted([(VICTIM, ""), (ATTACKER, "")])
+    got = peaks(answers, stack, "7.0")
+    assert sorted(got) == [(VICTIM, s) for s in SCHEDDS]
+    assert got[(VICTIM, "ap01.example.org")] < 48 << 20 < got[(VICTIM, "ap02.example.org")]
+    answers = check_dashboard(filled, "jobmon-job.json", job_view("7.0", VICTIM))
+    got = peaks(answers, "panel 'Memory, each definition, vs request' A", column="resident")
+    assert sorted(got) == [(None, s) for s in SCHEDDS]
+    assert got[(None, "ap01.example.org")] < 48 << 20 < got[(None, "ap02.example.org")]
+    assert sorted(r["schedd"] for r in rows(answers, "panel 'Advice signals'")) == \
+        sorted(SCHEDDS)

@@ -34,6 +34,9 @@ FILTER_TAGS = ("cluster", "account", "group", "user", "host")
 # another user (`ownership`, docs/security.md: every end point has it, the shipper writes
 # "unconfirmed" and `jobmon reconcile` settles it)
 RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./) AND \"ownership\" != 'claim'"
+# the tags that tell one job's run apart: two schedds' 4711.0 are two jobs, two users' runs
+# of one id two runs (a query grouped by fewer merges them)
+ONE_RUN = '"job", "schedd", "run", "user"'
 
 
 def match(*tags):

@@ -1,8 +1,8 @@
 """The cluster overview: running jobs, efficiency distributions, idle canonical core-hours
 and GPU-hours by group and by site, top wasters, goodput/badput, and shipper health."""
-from dashlib import (JOB, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard, field_links,
-                     filter_vars, histogram, match, piechart, row, stat, table, table_target,
-                     target, timeseries, unit_override)
+from dashlib import (JOB, ONE_RUN, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard,
+                     field_links, filter_vars, histogram, match, piechart, row, stat, table,
+                     table_target, target, timeseries, unit_override)
 
 CF = match("cluster", "account", "group", "user") + " AND $__timeFilter"
 CJ = CF + " AND " + RUNS   # job points: runs, not their steps
@@ -20,7 +20,7 @@ def build():
     p = [row(g, "Jobs")]
     p.append(timeseries(g, "Running monitored jobs", [target(
         f'SELECT count(n) AS jobs FROM (SELECT last("elapsed_seconds") AS n FROM "{SAMPLE}" '
-        f'WHERE {CF} GROUP BY time($__interval), "job", "run", "host", "cluster") '
+        f'WHERE {CF} GROUP BY time($__interval), {ONE_RUN}, "host", "cluster") '
         f'WHERE $__timeFilter GROUP BY time($__interval), "cluster" fill(none)',
         alias="$tag_cluster")], unit="none", stack=True,
         description="Job runs (per node) that sent a sample in each interval."))
@@ -57,7 +57,7 @@ def build():
     p.append(table(g, "Idle allocations now", [table_target(
         f'SELECT last("cpu_idle_seconds") AS cpu_idle, last("gpu_unused_seconds") AS gpu_unused, '
         f'last("gpu_count") AS gpus, last("gpus_in_use") AS gpus_in_use FROM "{SAMPLE}" '
-        f'WHERE {CF} GROUP BY "job", "run", "user", "host"')], h=8, sort="gpu_unused",
+        f'WHERE {CF} GROUP BY {ONE_RUN}, "host"')], h=8, sort="gpu_unused",
         hidden=("time",), decimals=0,
         overrides=[unit_override("cpu_idle", "s"), unit_override("gpu_unused", "s")],
         description="Each job's latest sample in the range: how long it has held its cores "

@@ -8,10 +8,10 @@ from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, match, row, stat
 SELECTED = ("job", "user", "cluster", "account", "group", "host")
 # an HTCondor id is its schedd's: two schedds' 4711.0 are two jobs
 F = match(*SELECTED, "schedd", "run") + " AND $__timeFilter"
-BY_TIME = "GROUP BY time($__interval), \"host\" fill(none)"
+BY_TIME = "GROUP BY time($__interval), \"host\", \"schedd\" fill(none)"
 # an allocation is one figure per job (its summary point, at the job's start): carried
 # forward over the range so it draws as a line against the samples
-ALLOC = "GROUP BY time($__interval), \"host\" fill(previous)"
+ALLOC = "GROUP BY time($__interval), \"host\", \"schedd\" fill(previous)"
 PERCENT = [(None, "red"), (25, "orange"), (50, "yellow"), (75, "green")]
 
 ENERGY = ("The job's energy (where the node reader runs): its GPUs' own counter (scope "
@@ -74,13 +74,13 @@ def build():
         f'SELECT last("cpu_idle_samples") AS cpu_idle_samples, last("mem_rising") AS mem_rising, '
         f'last("mem_growth_bytes_per_hour") AS mem_growth_per_hour, '
         f'last("gpu_idle_samples") AS gpu_idle_samples, last("leftover_procs") AS leftover_procs '
-        f'FROM "{JOB}" WHERE {F} GROUP BY "host"')], w=12, h=5,
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "schedd"')], w=12, h=5,
         overrides=[unit_override("mem_growth_per_hour", "bytes")],
         mappings=[{"type": "value", "options": {"1": {"text": "yes", "color": "red"}}}]))
     p.append(text(g, "Reading the signals", ADVICE, w=12, h=5))
     p.append(table(g, "Advice", [table_target(
         f'SELECT last("advice") AS advice, last("outcome_reason") AS outcome '
-        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "run"')], w=24, h=4,
+        f'FROM "{JOB}" WHERE {F} GROUP BY "host", "schedd", "run"')], w=24, h=4,
         description="What jobmon advises on the run (docs/reports.md): each rule's line, "
                     "\" | \" between them, written at the job's end and again when `jobmon "
                     "reconcile` applies the scheduler's end."))
@@ -88,21 +88,21 @@ def build():
     p.append(row(g, "Over time"))
     p.append(timeseries(g, "CPU cores: used vs allocated", [
         target(f'SELECT mean("cpu_cores") AS used FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
-               alias="used $tag_host"),
+               alias="used $tag_host $tag_schedd"),
         target(f'SELECT last("cores_allocated") AS allocated FROM "{JOB}" WHERE {F} {ALLOC}',
-               ref="B", alias="allocated $tag_host"),
+               ref="B", alias="allocated $tag_host $tag_schedd"),
         target(f'SELECT last("cores_requested") AS requested FROM "{JOB}" WHERE {F} {ALLOC}',
-               ref="C", alias="requested $tag_host")], unit="none", decimals=2))
+               ref="C", alias="requested $tag_host $tag_schedd")], unit="none", decimals=2))
     p.append(timeseries(g, "Memory, each definition, vs request", [
         target(f'SELECT mean("mem_resident_bytes") AS resident, mean("mem_cache_bytes") AS cache, '
                f'mean("mem_swap_bytes") AS swap, max("mem_resident_peak_bytes") AS resident_peak, '
                f'max("mem_peak_bytes") AS kernel_peak FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
-               alias="$col $tag_host"),
+               alias="$col $tag_host $tag_schedd"),
         target(f'SELECT last("mem_requested_bytes") AS requested, '
                f'last("mem_allocated_bytes") AS allocated, '
                f'last("scheduler_memory_bytes") AS scheduler_memory '
                f'FROM "{JOB}" WHERE {F} {ALLOC}',
-               ref="B", alias="$col $tag_host")], unit="bytes",
+               ref="B", alias="$col $tag_host $tag_schedd")], unit="bytes",
         description="resident: anonymous + shared memory (PSS in procfs mode); cache: its "
                     "page cache (reclaimable; procfs: the file pages it maps); resident_peak: "
                     "the largest resident so far and, where jobmon reaps the job, each "
@@ -115,13 +115,14 @@ def build():
         f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
         f'non_negative_derivative(last("rchar_bytes"), 1s) AS rchar_rate, '
         f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="binBps",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="binBps",
         description="read/write: storage; rchar/wchar: every read()/write()-like call."))
     p.append(timeseries(g, "Stalled on CPU, memory, I/O (PSI)", [target(
         f'SELECT non_negative_derivative(last("cpu_pressure_seconds"), 1s) * 100 AS cpu, '
         f'non_negative_derivative(last("mem_pressure_seconds"), 1s) * 100 AS memory, '
         f'non_negative_derivative(last("io_pressure_seconds"), 1s) * 100 AS io '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="percent",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")],
+        unit="percent",
         description="Share of each interval during which a thread of the job waited for a "
                     "CPU, stalled on memory (reclaim, refaults) or waited for storage: the "
                     "kernel's pressure stall information of the job's cgroup (cgroup v2, or "
@@ -129,7 +130,7 @@ def build():
                     "none: see the run-queue wait beside it."))
     p.append(timeseries(g, "Waiting for a CPU (run queue)", [target(
         f'SELECT non_negative_derivative(last("cpu_wait_seconds"), 1s) AS threads_waiting '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="none",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="none",
         decimals=2,
         description="Where the job's cgroup has no PSI (cgroup v1, procfs mode, PSI off): "
                     "how many of its threads waited for a CPU on average (run-queue wait "
@@ -138,7 +139,8 @@ def build():
     p.append(table(g, "Killed for memory", [table_target(
         f'SELECT "oom_kills", "oom_time" * 1000 AS oom_time, "oom_command", "oom_pid", '
         f'"oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes", '
-        f'"oom_source" FROM "{JOB}" WHERE {F} AND "oom_kills" > 0 GROUP BY "host", "run"')],
+        f'"oom_source" FROM "{JOB}" WHERE {F} AND "oom_kills" > 0 '
+        f'GROUP BY "host", "schedd", "run"')],
         h=5, hidden=("time",),
         overrides=[unit_override(n, "bytes") for n in (
             "oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes")]
@@ -150,23 +152,23 @@ def build():
                     "memory\"."))
     p.append(timeseries(g, "Processes and threads", [target(
         f'SELECT max("procs") AS procs, max("threads") AS threads FROM "{SAMPLE}" '
-        f'WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="none"))
+        f'WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="none"))
     p.append(timeseries(g, "GPU utilization", [
         target(f'SELECT mean("gpu_util_percent") AS util FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
-               alias="util $tag_host"),
+               alias="util $tag_host $tag_schedd"),
         target(f'SELECT max("gpu_count") AS gpus FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
-               ref="B", alias="GPUs $tag_host")], unit="percent",
+               ref="B", alias="GPUs $tag_host $tag_schedd")], unit="percent",
         overrides=[unit_override("gpus", "none")]))
     p.append(timeseries(g, "GPU memory and energy", [target(
         f'SELECT max("gpu_mem_bytes") AS gpu_mem, '
         f'non_negative_derivative(last("gpu_energy_joules"), 1s) AS gpu_watts '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="bytes",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="bytes",
         overrides=[unit_override("gpu_watts", "watt")]))
     p.append(timeseries(g, "Power and network", [target(
         f'SELECT mean("power_watts") AS power, '
         f'non_negative_derivative(last("net_rx_bytes"), 1s) AS net_rx, '
         f'non_negative_derivative(last("net_tx_bytes"), 1s) AS net_tx '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host")], unit="watt",
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="watt",
         overrides=[unit_override(n, "binBps") for n in ("net_rx", "net_tx")],
         description="power: the job's energy per second, as in 'Energy and CO2e' (its GPUs' "
                     "counter plus its apportioned CPU and DRAM share). net_rx, net_tx: what "

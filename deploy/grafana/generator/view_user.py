@@ -1,15 +1,14 @@
 """The user dashboard: one user's recent jobs and their efficiency, arrays and batches
 summarized."""
-from dashlib import (JOB, RUNS, Grid, dashboard, field_links, filter_vars, job_link, match, row,
-                     stat,
-                     table, table_target, target, timeseries, unit_override)
+from dashlib import (JOB, ONE_RUN, RUNS, Grid, dashboard, field_links, filter_vars, job_link,
+                     match, row, stat, table, table_target, target, timeseries, unit_override)
 
 U = match("user", "cluster", "account", "group") + " AND $__timeFilter AND " \
     + RUNS   # job runs, not their steps
 JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_efficiency_percent", "mem_sizing_peak_bytes", "idle_canonical_core_hours", '
         f'"exit_code", "outcome", "outcome_reason", "batch", "tags" FROM "{JOB}" WHERE {U} '
-        f'GROUP BY "job", "run", "host", "cluster"')
+        f'GROUP BY {ONE_RUN}, "host", "cluster"')
 # the batch each job belongs to, as `jobmon report` groups them (jobmon.batches: a Slurm
 # array, an HTCondor batch, DAG or cluster), in its summary
 BATCH = "batch"
