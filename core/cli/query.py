@@ -51,8 +51,8 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     mine = [r for r in records if r.get("user") == user] if user else \
         [r for r in records if id(r) not in claims]
     if batch and mine:
-        return [_owned(_report(st, runs, None), *owned)
-                for runs in runs_.by_job(mine).values()], True
+        return _acted(st, [_owned(_report(st, runs, None), *owned)
+                           for runs in runs_.by_job(mine).values()]), True
     if not mine:
         by = f" by user {user!r}" if user else ""
         typer.echo(f"jobmon: no job {job_id!r}{by} in the store (see `jobmon list`)"
@@ -63,15 +63,25 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     _one_schedd(job_id, mine)
     jobs = runs_.by_job(mine)
     if ref.group and (len(jobs) > 1 or job_id not in jobs):
-        return [_owned(_report(st, runs, None), *owned) for runs in jobs.values()], \
-            True
+        return _acted(st, [_owned(_report(st, runs, None), *owned)
+                           for runs in jobs.values()]), True
     runs = jobs[next(iter(jobs))]
     users = sorted({r.get("user") or "" for r in mine})
     if not user and len(users) > 1:
         typer.echo(f"jobmon: job {job_id!r} has runs by users {clean(', '.join(users))}, "
                    f"none confirmed by the scheduler; showing the latest "
                    f"({clean(runs[-1].users[0])}); choose one with --user", err=True)
-    return [_owned(_report(st, runs, run, job_id, with_scheduler), *owned)], False
+    return _acted(st, [_owned(_report(st, runs, run, job_id, with_scheduler), *owned)]), False
+
+
+def _acted(st, reports):
+    """Each report with `jobmon act`'s warnings and actions on its job (docs/actions.md):
+    the scheduler's job, acted on as its confirmed owner's, whichever run."""
+    jobs = {str(rep["header"]["job"]) for rep in reports}
+    found = st.actions(jobs=sorted(jobs)) if jobs else []
+    for rep in reports:
+        rep["actions"] = [a for a in found if str(a.get("job")) == str(rep["header"]["job"])]
+    return reports
 
 
 def _ownership(st, records, with_scheduler):

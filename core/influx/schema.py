@@ -8,6 +8,7 @@ Measurements:
                   same point -- same series and time, so InfluxDB merges them)
   jobmon_procs    the job's heaviest processes by command name, every [procs] every_seconds
   jobmon_shipper  the node shipper's own counters (shipped, dropped, quarantined)
+  jobmon_action   `jobmon act`'s warnings and actions on idle jobs, one point each
 """
 import json
 
@@ -18,6 +19,7 @@ SAMPLE = "jobmon_sample"
 JOB = "jobmon_job"
 SHIPPER = "jobmon_shipper"
 PROCS = "jobmon_procs"             # the per-process breakdown, every [procs] every_seconds
+ACTION = "jobmon_action"           # `jobmon act`'s (docs/actions.md); never in a spool file
 MEASUREMENTS = (SAMPLE, JOB, PROCS)   # what a spool file may hold
 # the raw series, in `influxdb.samples_database` when the site keeps them apart from the
 # summaries (a short retention for these, a long one for the rest: docs/influxdb3.md)
@@ -42,7 +44,7 @@ _SUMMARY_TEXTS = tuple(n for n in _SUMMARY_VALUES if UNITS.get(n) == "text")
 # MAX_LINE_BYTES (the spool writer reserves that much room for the end-of-job line)
 MAX_COMMAND_BYTES, MAX_TAGS_BYTES = 8192, 2048
 # the summary's texts: 256 characters each, the advice (several rules' lines) more
-TEXT_CHARS = {"advice": 1024}
+TEXT_CHARS = {"advice": 1024, "reason": 1024}
 MAX_LINE_BYTES = 32768
 
 
@@ -69,6 +71,13 @@ FIELD_TYPES[PROCS] = {"procs_top": "str", "procs": "int", "elapsed_seconds": "fl
                       "window_seconds": "float"}
 # every field stored in a measurement: what a spool line may carry, and the settled ones
 STORED_TYPES = dict(FIELD_TYPES, **{JOB: dict(FIELD_TYPES[JOB], **{n: "str" for n in SETTLED})})
+# a warning or action of `jobmon act` on a job (jobmon.actions): written by it alone,
+# straight to the server -- the shipper takes no jobmon_action line from a spool file
+STORED_TYPES[ACTION] = {"action": "str", "dry_run": "int", "outcome": "str", "reason": "str",
+                        "resources": "str", "idle_seconds": "float", "warned_at": "float",
+                        "actor": "str", "scheduler_user": "str", "scheduler_job": "str",
+                        "hosts": "str"}
+ACTION_TAGS = ("cluster", "host", "user", "job", "scheduler", "run") + PROMOTED_TAGS
 MAX_PROCS_TOP_BYTES = 16384      # the breakdown's JSON text (well under MAX_LINE_BYTES)
 assert not set(ALL_TAGS) & set().union(*STORED_TYPES.values())
 
@@ -153,6 +162,23 @@ def correction_line(point, summary):
             values[k] = str(values[k])[:TEXT_CHARS.get(k, 256)]
     values["ended"] = 1
     return lp.point(JOB, tags, values, int(point["time"]))
+
+
+def action_line(action):
+    """An action's point (jobmon.actions.actor): its job's tags, its fields typed as
+    STORED_TYPES says, at its time (ns). Written again with the same time once the
+    scheduler has answered: the outcome replaces "pending"."""
+    types = STORED_TYPES[ACTION]
+    values = {k: (float(v) if types[k] == "float" else int(v) if types[k] == "int" else
+                  str(v)[:TEXT_CHARS.get(k, 256)])
+              for k, v in action.items() if k in types and v is not None}
+    tags = {k: action.get(k) for k in ACTION_TAGS}
+    return lp.point(ACTION, tags, values, int(action["time"]))
+
+
+def action_from_row(row):
+    """An action as `jobmon act` made it, from a row (InfluxQL or the embedded store)."""
+    return {k: row.get(k) for k in ("time", *ACTION_TAGS, *STORED_TYPES[ACTION])}
 
 
 def _method(name):

@@ -16,7 +16,8 @@ def _doc(rep):
             "advice": rep.get("advice") or [], "scheduler": rep.get("scheduler"),
             "totals": _named(rep.get("totals")), "runs": rep["runs"],
             "hosts": rep["hosts"], "balance": _named(rep.get("balance")), "samples": rep["samples"], "procs": rep.get("procs"),
-            "ownership": rep.get("ownership"), "claims": rep.get("claims") or []}
+            "ownership": rep.get("ownership"), "claims": rep.get("claims") or [],
+            "actions": rep.get("actions") or []}
 
 
 def _figures(summary):
@@ -60,6 +61,9 @@ def figure_rows(rep):
     rows += [("ownership", "verdict", own["verdict"], "", own.get("why") or "")] \
         if own.get("verdict") else []
     rows += [("claim", c["user"], c["run"], "", c["why"]) for c in rep.get("claims") or ()]
+    rows += [("action", a["action"], a["outcome"], "", f"{a['time'] / 1e9:.3f}, "
+              f"{'dry run, ' if a.get('dry_run') else ''}{a['reason']}")
+             for a in rep.get("actions") or ()]
     return [dict(zip(FIGURE_COLUMNS, (h["job"],) + r)) for r in rows]
 
 

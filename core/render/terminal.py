@@ -43,6 +43,7 @@ def show(rep, console=None):
         console.print("[bold]advice[/bold]")
         for a in rep["advice"]:
             console.print(f"  - {esc(a['text'])}  [dim]({a['rule']})[/dim]")
+    show_actions(rep.get("actions") or (), console)
     if rep.get("scheduler"):
         show_scheduler(rep["scheduler"], console)
     _pairs(console, "totals and peaks", rep["totals"])
@@ -115,6 +116,18 @@ def show_ownership(rep, console):
         run = f" run {esc(c['run'])}" if c.get("run") else ""
         console.print(f"  {esc(c['job'])}{run} by {esc(c['user'])} on {esc(c['host'])}, "
                       f"started {when(c['start_time'])}: {esc(c['why'])}")
+
+
+def show_actions(actions, console):
+    """`jobmon act`'s warnings and actions on the job (docs/actions.md), oldest first."""
+    if actions:
+        console.print(f"[bold]actions on this idle job[/bold] ({len(actions)})")
+    for a in actions:
+        dry = " (dry run)" if a.get("dry_run") else ""
+        run = f" run {esc(a['run'])}" if a.get("run") else ""
+        console.print(f"  {when(a['time'] / 1e9)}{run}: [bold]{esc(a.get('action'))}"
+                      f"[/bold]{dry} by {esc(a.get('actor'))}: {esc(a.get('outcome'))}")
+        console.print(f"    {esc(a.get('reason'))}")
 
 
 def _pairs(console, title, rows):

@@ -43,12 +43,12 @@ def yes_no(value):
     return None
 
 
-def comment_asks(comment):
-    """What a Slurm job comment says: "jobmon-card" or "jobmon-card=yes" True,
+def comment_asks(comment, word=COMMENT_WORD):
+    """What a Slurm job comment says of `word`: "jobmon-card" or "jobmon-card=yes" True,
     "jobmon-card=no" False, else None. Words are split on spaces, commas, semicolons."""
-    for word in re.split(r"[\s,;]+", comment or ""):
-        name, _, value = word.partition("=")
-        if name.lower() == COMMENT_WORD:
+    for text in re.split(r"[\s,;]+", comment or ""):
+        name, _, value = text.partition("=")
+        if name.lower() == word:
             return True if not value else yes_no(value)
     return None
 
@@ -129,45 +129,52 @@ def _bounded(fn, seconds):
     return bool(done)
 
 
-def card_path(summary, directory, nonce=""):
+def card_path(summary, directory, nonce="", kind="card"):
     job = re.sub(r"[^A-Za-z0-9_.+-]", "_", str(summary.get("job") or "job"))
-    return os.path.join(directory, f"jobmon-card-{job}{nonce}.txt")
+    return os.path.join(directory, f"jobmon-{kind}-{job}{nonce}.txt")
 
 
-def write_file(text, summary, directory):
+def write_file(text, summary, directory, kind="card", owner=None):
     """The card as a new file of its own in `directory`, as the calling user, readable by
-    that user alone. Only a file this call created is written to (O_EXCL, no link
-    followed): in a shared directory another user may have made a file of the card's name
-    first, and gets nothing from it -- the card goes under a name with a random part."""
+    that user alone (owner: (uid, gid) it is given to first, by a caller that may: a
+    warning of `jobmon act` run as root). Only a file this call created is written to
+    (O_EXCL, no link followed): in a shared directory another user may have made a file
+    of the card's name first, and gets nothing from it -- the card goes under a name with
+    a random part."""
     if not directory:
-        raise OSError("no directory for the card (card_dir, or the job's working dir)")
+        raise OSError(f"no directory for the {kind} (card_dir, or the job's working dir)")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     for nonce in ["", *(f"-{os.urandom(8).hex()}" for _ in range(3))]:
-        path = card_path(summary, directory, nonce)
+        path = card_path(summary, directory, nonce, kind)
         try:
             fd = os.open(path, flags, 0o600)
             break
         except FileExistsError:
             continue
     else:
-        raise OSError(f"no free name for the card in {directory}")
+        raise OSError(f"no free name for the {kind} in {directory}")
     try:
+        if owner is not None:
+            os.fchown(fd, *owner)
         _write_all(fd, text.encode())
+    except OSError:
+        os.unlink(path)
+        raise
     finally:
         os.close(fd)
     return path
 
 
-def message(text, summary, recipient):
+def message(text, summary, recipient, subject=None):
     from jobmon.sinks.card_text import ending
-    subject = f"jobmon: job {summary.get('job') or '?'} {ending(summary)}"
+    subject = subject or f"jobmon: job {summary.get('job') or '?'} {ending(summary)}"
     clean = lambda v: re.sub(r"[\r\n]+", " ", str(v))   # noqa: E731  (no header injection)
     return (f"To: {clean(recipient)}\nSubject: {clean(subject)}\n"
             "Auto-Submitted: auto-generated\nContent-Type: text/plain; charset=utf-8\n"
             f"\n{text}")
 
 
-def mail(text, summary, mailer, recipient):
+def mail(text, summary, mailer, recipient, subject=None):
     """Hand the card to the site's mailer (a command that reads a whole message on its
     stdin, e.g. `/usr/sbin/sendmail -t`), waited for MAIL_SECONDS at most."""
     import shlex
@@ -177,7 +184,7 @@ def mail(text, summary, mailer, recipient):
     argv = shlex.split(mailer)
     if not argv:
         raise ValueError("report.mailer is empty")
-    r = subprocess.run(argv, input=message(text, summary, recipient).encode(),
+    r = subprocess.run(argv, input=message(text, summary, recipient, subject).encode(),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=MAIL_SECONDS, close_fds=True, start_new_session=True)
     if r.returncode != 0:

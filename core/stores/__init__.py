@@ -38,6 +38,18 @@ class Store:
         dicts as records() gives them, summary None where there is no end-of-job record."""
         raise NotImplementedError
 
+    def latest(self, since):
+        """The latest sample of every record that sent one at or after `since` (seconds
+        since the epoch): [{"job", "run", "host", "user", "scheduler", "cluster", the
+        promoted tags, "sample": the sample}] -- the jobs running now, for `jobmon act`."""
+        raise NotImplementedError
+
+    def actions(self, since=None, jobs=None):
+        """`jobmon act`'s warnings and actions (jobmon.influx.schema.action_from_row) at
+        or after `since`, of the job ids `jobs` where given, oldest first; [] where the
+        store has none."""
+        return []
+
     def breakdowns(self, record, last=None):
         """One record's per-process breakdowns, in time order (the `last` ones only, when
         given); [] where the store has none."""

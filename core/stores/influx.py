@@ -187,6 +187,31 @@ class InfluxStore(Store):
                 return out
             offset += len(rows)
 
+    # the sample fields `jobmon act` reads of each running record
+    LATEST = ("cpu_idle_seconds", "gpu_unused_seconds", "gpu_count", "elapsed_seconds")
+
+    def latest(self, since):
+        # one row per series (a record: its tags), its newest in the range
+        cols = ", ".join(f'"{f}"::field' for f in self.LATEST)
+        rows = self.rows(f'SELECT {cols} FROM "{schema.SAMPLE}" WHERE time >= '
+                         f'{int(since * 1e9)} GROUP BY * ORDER BY time DESC LIMIT 1',
+                         self.samples_database)
+        return [dict({t: r.get(t) for t in schema.ALL_TAGS},
+                     sample={k: r[k] for k in ("time",) + self.LATEST if r.get(k) is not None})
+                for r in rows]
+
+    def actions(self, since=None, jobs=None):
+        where = [f"time >= {int(since * 1e9)}"] if since is not None else []
+        if jobs is not None:
+            if not jobs:
+                return []
+            where.append("(" + " OR ".join(f'"job"::tag = {tag_literal(j)}'
+                                           for j in sorted(set(jobs))) + ")")
+        cond = " WHERE " + " AND ".join(where) if where else ""
+        rows = self.rows(f'SELECT {schema.columns(schema.ACTION)} FROM "{schema.ACTION}"'
+                         f'{cond} ORDER BY time')
+        return [schema.action_from_row(r) for r in rows]
+
     def breakdowns(self, record, last=None):
         point = record["_point"]
         where = " AND ".join(f'"{k}"::tag = {quote_string(point[k])}'

@@ -174,6 +174,43 @@ class LocalStore(Sink, Store):
                                    (record["_row"],))
         return [_loads(d) for (d,) in rows]
 
+    # --- `jobmon act`'s warnings and actions (a table made by its first write) ---
+    def latest(self, since):
+        out = []
+        for rec in self.unfinished():
+            last = self.last_samples(rec, 1)
+            if last and last[-1]["time"] >= since * 1e9:
+                out.append({"job": rec.get("job"), "run": rec.get("run"), "host": rec.get("host"),
+                            "user": rec.get("user"), "scheduler": rec.get("scheduler"),
+                            "cluster": None, "sample": last[-1]})
+        return out
+
+    def put_actions(self, actions):
+        """Write actions (jobmon.influx.schema.action_from_row's shape); one written again
+        with the same time, job, run and user replaces the one before."""
+        with self.db:
+            self.db.execute(ACTIONS)
+            self.db.executemany("INSERT OR REPLACE INTO actions (time, job, run, user, data) "
+                                "VALUES (?,?,?,?,?)",
+                                [(int(a["time"]), str(a["job"]), str(a.get("run") or ""),
+                                  str(a.get("user") or ""), dumps(a)) for a in actions])
+
+    def actions(self, since=None, jobs=None):
+        jobs = None if jobs is None else sorted(set(map(str, jobs)))
+        try:
+            rows = self.db.execute(
+                "SELECT data FROM actions WHERE time >= ? ORDER BY time",
+                (int((since or 0) * 1e9),)).fetchall()
+        except sqlite3.OperationalError:   # no such table: nothing acted on yet
+            return []
+        out = [_loads(d) for (d,) in rows]
+        return [a for a in out if jobs is None or str(a.get("job")) in jobs]
+
+
+ACTIONS = """CREATE TABLE IF NOT EXISTS actions (
+    time INTEGER NOT NULL, job TEXT NOT NULL, run TEXT NOT NULL, user TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (time, job, run, user))"""
+
 
 def _info(info, summary, row):
     d = _loads(info)

@@ -1,0 +1,55 @@
+"""Acting on idle allocations (`jobmon act`, docs/actions.md): a job that has held its
+GPUs or cores unused for the site's [actions] idle_seconds is warned (the report card's
+channels), and if it is still idle a grace period later, held (HTCondor, through the
+schedd) or requeued held / cancelled (Slurm) -- only where the site turned it on, only
+the job's own idleness as its confirmed owner's records show it, never a job that opted
+out where the site allows that, never more than the site's number an hour. Every warning
+and action is a record of its own in the store (docs/schema.md, `jobmon_action`).
+
+One pass runs centrally, beside `jobmon reconcile` (actor.py): it reads the latest sample
+of every running record from the store, asks each scheduler once about the jobs that are
+idle, decides (policy.py), records, warns (warning.py) and acts. The schedulers' calls are
+behind one small interface, Scheduler, one module each (slurm.py, condor.py).
+
+Read/central side only: never imported by the per-job path.
+"""
+
+
+class ActionError(Exception):
+    """The scheduler did not do what was asked (or could not be asked)."""
+
+
+class LiveJob:
+    """The scheduler's word on a job now: the id it is acted on by, whose job it says it
+    is, whether it runs, whether it opted out, where a warning goes."""
+
+    def __init__(self, job, act_id, user, running, opted_out=False, mail=None, **extra):
+        self.job = job              # the job id as jobmon stores it (12345_7, 4711.0)
+        self.act_id = act_id        # what the scheduler acts on (Slurm's raw job id;
+        #                             HTCondor's GlobalJobId, whose schedd it names)
+        self.user = user            # the owner the scheduler names
+        self.running = running
+        self.opted_out = opted_out
+        self.mail = mail            # the job's mail address where it gave one
+        self.extra = extra
+
+    def __repr__(self):
+        return (f"LiveJob({self.job!r}, act_id={self.act_id!r}, user={self.user!r}, "
+                f"running={self.running}, opted_out={self.opted_out})")
+
+
+class Scheduler:
+    """One scheduler's calls for `jobmon act`."""
+    name = ""       # the scheduler as records name it (htcondor, slurm)
+    action = ""     # what act() does: hold, requeuehold, cancel
+
+    def jobs(self, records):
+        """{job id: LiveJob} of the jobs of `records` (store records, with their tags) the
+        scheduler knows, in as few calls as it can; ActionError where it cannot be asked."""
+        raise NotImplementedError
+
+    def act(self, live, reason):
+        """Do `action` to the running job `live` (and only while it is still the same
+        user's and running), saying `reason` where the scheduler keeps one. Returns what
+        the scheduler answered, in words; ActionError where it did not do it."""
+        raise NotImplementedError

@@ -1,0 +1,97 @@
+"""`jobmon act`: one pass of the site's [actions] policy on idle allocations
+(jobmon.actions; docs/actions.md). Run by a timer on the host that runs `jobmon
+reconcile --all-hosts`: it reads every node's samples and may act on the schedulers'
+jobs. Never inside a job."""
+import json
+import shutil
+from typing import Optional
+
+import typer
+
+TEMPFAIL = 75   # a scheduler or the store did not answer: the next pass tries again
+SAID = {"warn": "warned", "act": "acted on", "grace": "in their grace period",
+        "limited": "over the hourly limit", "done": "acted on before",
+        "opted-out": "opted out", "unconfirmed": "of unconfirmed ownership",
+        "gone": "not running", "unavailable": "with their scheduler unavailable",
+        "unrecorded": "not recorded"}
+
+
+def open_for_actions(cfg, store_arg):
+    """(store, writer): --store PATH (an embedded store), else InfluxDB where the site
+    keeps it, else the embedded default. Never the read service: this reads every job."""
+    from ..actions.records import InfluxWriter, LocalWriter
+    from ..stores import store_path
+    from ..stores.local import LocalStore
+    if store_arg is None and cfg.uses_influxdb:
+        from ..stores.influx import InfluxStore
+        from .query import FriendlyStore
+        return FriendlyStore(InfluxStore.from_config(cfg)), InfluxWriter(cfg)
+    st = LocalStore(store_arg or store_path())
+    return st, LocalWriter(st)
+
+
+def schedulers(cfg):
+    """{name: Scheduler} of the schedulers this host can ask and act on."""
+    from ..actions.condor import Condor
+    from ..actions.slurm import Slurm
+    out = {}
+    section = cfg["actions"]
+    if cfg["condor"]["schedd"]:
+        out["htcondor"] = Condor(name=cfg["condor"]["schedd"],
+                                 allow_opt_out=section["allow_opt_out"])
+    if shutil.which("squeue"):
+        out["slurm"] = Slurm(section["slurm_action"])
+    return out
+
+
+def act(store_arg, dry_run, as_json):
+    from .. import config
+    from ..actions import actor
+    from ..config_actions import resources
+    try:
+        cfg = config.load()
+        resources(cfg["actions"])
+    except (config.ConfigError, ValueError) as e:
+        typer.echo(f"jobmon act: {e}", err=True)
+        raise typer.Exit(2)
+    if cfg["actions"]["mode"] == "off":
+        typer.echo("jobmon act: [actions] mode is off: nothing is done (docs/actions.md)")
+        return
+    st, writer = open_for_actions(cfg, store_arg)
+    done = actor.run_pass(cfg, st, schedulers(cfg), writer, dry_run=dry_run)
+    shown = [d for d in done.decisions if d.kind != "busy"]
+    if as_json:
+        typer.echo(json.dumps({"mode": done.policy.mode, "counts": done.counts(),
+                               "decisions": [{"job": d.job, "decision": d.kind, "why": d.why}
+                                             for d in shown],
+                               "recorded": done.recorded, "errors": done.errors}, indent=1))
+    else:
+        from ..printable import clean
+        dry = " (dry run: no job touched, nobody told)" if done.policy.dry_run else ""
+        counts = done.counts()
+        said = ", ".join(f"{n} {SAID[k]}" for k, n in sorted(counts.items()) if k in SAID)
+        typer.echo(f"jobmon act{dry}: {len(shown)} idle job(s)" + (f": {said}" if said else ""))
+        for d in shown:
+            typer.echo(f"  job {clean(d.job)}: {d.kind}: {clean(d.why)}")
+        for e in done.errors:
+            typer.echo(f"jobmon act: {clean(e)}", err=True)
+    if done.errors:
+        raise typer.Exit(TEMPFAIL)
+
+
+def register(app):
+    @app.command("act")
+    def act_cmd(
+        store: Optional[str] = typer.Option(None, metavar="PATH", help="An embedded store "
+                                            "file (default: InfluxDB where the config says "
+                                            "so, else the embedded store)."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Decide, log and record as a "
+                                     "dry run: warn nobody, touch no job (as [actions] mode "
+                                     "= \"dry-run\")."),
+        as_json: bool = typer.Option(False, "--json", help="Print the pass as JSON."),
+    ):
+        """Warn the users of jobs that hold GPUs or cores they do not use, and hold,
+        requeue-hold or cancel those still idle after a grace period -- by the site's
+        [actions] policy (off unless it is turned on). Exit 75: a scheduler or the store
+        did not answer; the next pass retries."""
+        act(store, dry_run, as_json)

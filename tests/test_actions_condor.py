@@ -1,0 +1,230 @@
+"""`jobmon act` on HTCondor jobs: idle jobs run through jobmon-condor-wrapper under the
+starter's contract (tests/test_condor_wrapper.py: the starter's argv, environment, user,
+scratch dir and ads), spooled and shipped to a real InfluxDB; the schedd is the real
+htcondor2 bindings down to the call that would reach it (tests/schedd_recorder.py), so the
+tests see the exact constraint and hold reason the schedd would get. One pass of the
+actor at a time (jobmon.actions.actor.run_pass, as `jobmon act` runs it, with the
+recorded schedd in place of the site's)."""
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from helpers import PYTHON, TEST_USER, needs_test_user, root, shared_tmpdir
+from schedd_recorder import HOLD, RecordedSchedd, job_ad
+from test_report_card import fake_mailer
+
+pytestmark = [root, needs_test_user]
+
+IDLE = 1.0          # [actions] idle_seconds and grace_seconds of these tests
+JOBS = {"5.0": "vm#5.0#1795333940", "6.0": "vm#6.0#1795333941", "7.0": "vm#7.0#1795333942"}
+SLEEP = "import time; time.sleep(300)"
+
+
+@pytest.fixture(scope="module")
+def pool(influx_server, tmp_path_factory):
+    """Three idle HTCondor jobs of the test user on one execute node, their samples in
+    InfluxDB; the site's config with [actions] on."""
+    from influx_site import Site
+    from test_condor_wrapper import Starter
+    site = Site(influx_server, tmp_path_factory.mktemp("act"), "actions_condor")
+    site.prepare()
+    mailer, mail = fake_mailer(shared_tmpdir("jobmon-act-mail-"))
+    with open(site.config) as f:
+        config = f.read()
+    config += ("[condor]\ninterval = 0.2\nmin_interval = 0.05\n"
+               f'[report]\nmailer = "{mailer} -t"\n'
+               f'[actions]\nmode = "on"\nresources = "cores"\nidle_seconds = {IDLE}\n'
+               f'grace_seconds = {IDLE}\nmax_per_hour = 100\n')
+    starters, procs = {}, {}
+    for job, gid in JOBS.items():
+        cluster = job.split(".")[0]
+        s = Starter(site=config, Owner=f'"{TEST_USER}"', ClusterId=cluster,
+                    GlobalJobId=f'"{gid}"')
+        s.prepare()
+        s.env.pop("JOBMON_STORE")
+        s.env["PATH"] = "/usr/bin:/bin"
+        starters[job], procs[job] = s, s.popen_prepared([PYTHON, "-c", SLEEP])
+    site.act_config = starters["5.0"].config
+    site.mail = mail
+    site.starters, site.procs = starters, procs
+    try:
+        wait_idle(site, list(JOBS))
+        yield site
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        site.close()
+
+
+def store(site):
+    from jobmon import config
+    from jobmon.stores.influx import InfluxStore
+    return InfluxStore.from_config(config.load(site.act_config))
+
+
+def wait_idle(site, jobs, seconds=IDLE, timeout=60):
+    """Ship until each job's latest sample says its cores were idle `seconds` at a stretch."""
+    deadline = time.monotonic() + timeout
+    while True:
+        site.ship()
+        idle = {r["job"]: r["sample"].get("cpu_idle_seconds", 0)
+                for r in store(site).latest(time.time() - 600)}
+        if all(idle.get(j, 0) >= seconds for j in jobs):
+            return idle
+        assert time.monotonic() < deadline, idle
+        time.sleep(0.3)
+
+
+def later(site, seconds=IDLE):
+    """Samples for `seconds` more, shipped (a grace period passing)."""
+    time.sleep(seconds + 0.3)
+    site.ship()
+
+
+def act(site, schedd, dry_run=False, **policy):
+    """One pass of the actor with the site's config ([actions] changed by `policy`)."""
+    from jobmon import config
+    from jobmon.actions import actor
+    from jobmon.actions.condor import Condor
+    from jobmon.actions.records import InfluxWriter
+    cfg = config.load(site.act_config)
+    cfg.values["actions"].update(policy)
+    sched = Condor(schedd=schedd.schedd, allow_opt_out=cfg["actions"]["allow_opt_out"])
+    return actor.run_pass(cfg, store(site), {"htcondor": sched}, InfluxWriter(cfg),
+                          dry_run=dry_run)
+
+
+def schedd_of(site, monkeypatch, jobs, **attrs):
+    """A schedd holding `jobs` (running, the test user's unless attrs say otherwise)."""
+    return RecordedSchedd(monkeypatch, [job_ad(site.starters[j].job_ad_text, **dict(
+        {"Owner": TEST_USER, "ClusterId": int(j.split(".")[0]), "GlobalJobId": JOBS[j]},
+        **attrs)) for j in jobs])
+
+
+def decisions(done):
+    return {d.job: d.kind for d in done.decisions}
+
+
+def recorded(site, job):
+    return [a for a in store(site).actions(jobs=[job])]
+
+
+def test_a_job_whose_owner_the_schedd_does_not_confirm_is_never_acted_on(pool, monkeypatch):
+    # the schedd says 5.0 is alice's (the record is the test user's: a claim), and knows
+    # a 6.0 of another submission (another schedd's job of that number)
+    schedd = RecordedSchedd(monkeypatch, [
+        job_ad(pool.starters["5.0"].job_ad_text, Owner="alice", ClusterId=5,
+               GlobalJobId=JOBS["5.0"]),
+        job_ad(pool.starters["6.0"].job_ad_text, Owner=TEST_USER, ClusterId=6,
+               GlobalJobId="ap02.example.org#6.0#1795000000")])
+    for _ in range(2):        # warned, then past the grace: each time, nothing
+        done = act(pool, schedd)
+        assert decisions(done) == {"5.0": "unconfirmed", "6.0": "unconfirmed", "7.0": "gone"}
+        later(pool)
+    assert not schedd.acts() and not done.recorded
+    assert recorded(pool, "5.0") == recorded(pool, "6.0") == []
+    [query] = [c for c in schedd.calls if c[0] == "query"][:1]
+    assert query[2] == ("(ClusterId == 5 && ProcId == 0) || (ClusterId == 6 && ProcId == 0)"
+                        " || (ClusterId == 7 && ProcId == 0)")
+
+
+def test_a_job_that_opted_out_is_left_alone_where_the_site_allows_it(pool, monkeypatch):
+    schedd = schedd_of(pool, monkeypatch, ["7.0"], JobMonitorActions=False)
+    done = act(pool, schedd)
+    assert decisions(done)["7.0"] == "opted-out" and not done.recorded
+    done = act(pool, schedd, dry_run=True, allow_opt_out=False)   # the site says no
+    assert decisions(done)["7.0"] == "warn"
+    assert [(a["action"], a["dry_run"]) for a in recorded(pool, "7.0")] == [("warn", 1)]
+
+
+def test_a_dry_run_records_what_it_would_do_and_does_nothing(pool, monkeypatch):
+    schedd = schedd_of(pool, monkeypatch, ["6.0"])
+    mail_before = _read(pool.mail)
+    done = act(pool, schedd, mode="dry-run")
+    assert decisions(done)["6.0"] == "warn"
+    later(pool)
+    done = act(pool, schedd, mode="dry-run")
+    assert decisions(done)["6.0"] == "act"
+    assert not schedd.acts() and _read(pool.mail) == mail_before
+    dry = recorded(pool, "6.0")
+    assert [(a["action"], a["dry_run"], a["outcome"]) for a in dry] == [
+        ("warn", 1, "dry run: not sent (mail)"), ("hold", 1, "dry run: not done")]
+    # a dry run's warning is no warning: the live policy starts from the beginning
+    assert decisions(act(pool, schedd, mode="on", max_per_hour=0))["6.0"] == "warn"
+
+
+def test_an_idle_job_is_warned_then_held_through_the_schedd(pool, monkeypatch):
+    schedd = schedd_of(pool, monkeypatch, ["5.0"])
+    done = act(pool, schedd)
+    assert decisions(done)["5.0"] == "warn", done.decisions
+    mail = _read(pool.mail)
+    assert f"To: {TEST_USER}" in mail and "your job 5.0" in mail and \
+        "JobMonitorActions" in mail and "condor_release 5.0" in mail, mail
+    assert decisions(act(pool, schedd))["5.0"] == "grace"     # no new samples yet
+    later(pool)
+    done = act(pool, schedd)
+    assert decisions(done)["5.0"] == "act", done.decisions
+    [call] = schedd.acts()
+    _act, addr, constraint, action, reason, subcode = call
+    assert action == HOLD and subcode == "0"
+    assert constraint == (f'GlobalJobId == "{JOBS["5.0"]}" && Owner == "{TEST_USER}" && '
+                          f"JobStatus == 2 && JobMonitorActions =!= false")
+    assert re.fullmatch(r"jobmon: idle allocation: its cores at ~0 CPU for 0:0\d:\d\d, still "
+                        r"0:00:0\d after the warning; site policy: hold after 0:00:01 idle and "
+                        r"a grace of 0:00:01", reason), reason
+    held = schedd.ads[0]
+    assert held.eval("JobStatus") == 5 and held.eval("HoldReason") == reason
+    assert decisions(act(pool, schedd))["5.0"] == "gone"      # held: not running
+    assert len(schedd.acts()) == 1
+    rows = recorded(pool, "5.0")
+    live = [(a["action"], a["outcome"]) for a in rows if not a["dry_run"]]
+    assert live == [("warn", f"mailed to {TEST_USER}"), ("hold", f"done: held {JOBS['5.0']}")]
+    hold = [a for a in rows if a["action"] == "hold"][0]
+    assert hold["user"] == hold["scheduler_user"] == TEST_USER and hold["reason"] == reason
+    assert hold["scheduler_job"] == JOBS["5.0"] and hold["actor"].startswith("root@")
+    assert hold["warned_at"] and hold["idle_seconds"] >= 2 * IDLE - 0.5
+    # the schedd's hold, at the starter: the soft kill to the wrapper, forwarded to the job
+    p = pool.procs["5.0"]
+    status = pool.starters["5.0"].hard_kill(p, vacate=10)
+    assert status == -signal.SIGTERM, status
+    pool.ship()
+    r = pool.jobmon("query", "5.0", "--no-scheduler", "--json")
+    doc = json.loads(r.stdout)
+    assert [a["action"] for a in doc["actions"] if not a["dry_run"]] == ["warn", "hold"]
+    text = pool.jobmon("query", "5.0", "--no-scheduler").stdout
+    assert "actions on this idle job" in text and "hold" in text and "jobmon: idle" in text
+    # docs/actions.md's query: the last day's actions (not warnings, not dry runs) by user
+    rows = pool.rows('SELECT count("outcome") FROM "jobmon_action" WHERE time > now() - 1d '
+                     'AND "dry_run" = 0 AND "action" != \'warn\' GROUP BY "user"')
+    assert [(r["user"], r["count"]) for r in rows] == [(TEST_USER, 1)], rows
+
+
+def test_no_more_than_the_sites_number_of_actions_an_hour(pool, monkeypatch):
+    from jobmon.actions.policy import acted_last_hour
+    schedd = schedd_of(pool, monkeypatch, ["6.0", "7.0"])
+    # both warned (none acted on: 0 an hour), then past their grace
+    done = act(pool, schedd, max_per_hour=0)
+    assert {d.job for d in done.decisions if d.kind in ("warn", "grace", "limited")} >= {
+        "6.0", "7.0"} and not schedd.acts(), done.decisions
+    later(pool)
+    before = acted_last_hour(store(pool).actions(since=time.time() - 3600), time.time(), False)
+    done = act(pool, schedd, max_per_hour=before + 1)
+    kinds = sorted(decisions(done)[j] for j in ("6.0", "7.0"))
+    assert kinds == ["act", "limited"], done.decisions
+    assert len(schedd.acts()) == 1
+    limited = [d for d in done.decisions if d.kind == "limited"][0]
+    assert f"max_per_hour is {before + 1}" in limited.why
+    assert not [a for a in recorded(pool, limited.job) if a["action"] == "hold"
+                and not a["dry_run"]]
+    done = act(pool, schedd, max_per_hour=before + 2)          # room for one more
+    assert decisions(done)[limited.job] == "act" and len(schedd.acts()) == 2
+
+
+def _read(path):
+    return open(path).read() if os.path.exists(path) else ""

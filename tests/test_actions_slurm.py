@@ -1,0 +1,170 @@
+"""`jobmon act` on the suite's real Slurm cluster (tests/slurm): idle jobs of jobmon-test
+sampled by jobmon's Prolog, shipped to a real InfluxDB, then passes of `jobmon act` as the
+site's timer runs it, against the real squeue, scontrol requeuehold and scancel. A dry
+run touches nothing; the hourly limit holds one back; a job that opted out through its
+comment and a job whose only idle record is another user's claim are never acted on."""
+import json
+import os
+import pwd
+import subprocess
+import time
+
+import pytest
+
+from helpers import JOBMON, as_user, shared_tmpdir
+from slurm.common import SBIN_PATH
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+IDLE = 2.0            # [actions] idle_seconds and grace_seconds
+SLEEP = "sleep 300\n"
+
+
+def configure(site, warn_dir):
+    # a requeued job's node keeps a sampler for its next run this long (docs/actions.md)
+    site.write_config(cgroup_wait_seconds=15.0, extra=f'[actions]\nmode = "on"\nresources = "cores"\n'
+                            f'idle_seconds = {IDLE}\ngrace_seconds = {IDLE}\n'
+                            f'max_per_hour = 100\nwarn = "file"\nwarn_dir = "{warn_dir}"\n')
+
+
+def env(site, **actions):
+    e = dict(site.env(), PATH=SBIN_PATH, SLURM_CONF=site.cluster.conf)
+    e.update({f"JOBMON_ACTIONS_{k.upper()}": str(v) for k, v in actions.items()})
+    return e
+
+
+def act(site, **actions):
+    """One pass of `jobmon act --json` ([actions] changed through the environment):
+    {job: decision}, and the whole answer."""
+    r = subprocess.run([JOBMON, "act", "--json"], env=env(site, **actions),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    return {d["job"]: d["decision"] for d in doc["decisions"]}, doc
+
+
+def acting(site, **actions):
+    """{job: decision} of one pass, but the jobs over (their last samples are still recent)."""
+    return {j: d for j, d in act(site, **actions)[0].items() if d != "gone"}
+
+
+def idle_for(site, jobs, seconds=IDLE, timeout=120, grace=False):
+    """Ship until each job's latest sample says its cores were idle `seconds` at a stretch
+    (grace: and it was taken a grace period after now: the warning just given)."""
+    after = time.time() + IDLE if grace else 0
+    from jobmon.stores.influx import InfluxStore
+    st = InfluxStore(site.influx.url, site.db)
+    deadline = time.monotonic() + timeout
+    while True:
+        assert site.ship().returncode == 0
+        idle = {}
+        for r in st.latest(time.time() - 600):
+            fresh = r["sample"]["time"] / 1e9 >= after
+            idle.setdefault(r["job"], []).append(fresh and r["sample"].get("cpu_idle_seconds", 0))
+        if all(min(idle.get(str(j), [0])) >= seconds for j in jobs):
+            return
+        assert time.monotonic() < deadline, idle
+        time.sleep(0.5)
+
+
+def state(site, job, wanted=None, timeout=60):
+    """(JobState, Reason) of the job at the controller (waited for, where `wanted`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        [j] = site.cluster.ctld_jobs(job)
+        got = j["JobState"], j.get("Reason")
+        if wanted is None or got == wanted or time.monotonic() > deadline:
+            return got
+        time.sleep(0.5)
+
+
+def actions(site, job):
+    return site.influx.rows(f'SELECT * FROM "jobmon_action" WHERE "job" = \'{job}\'', site.db)
+
+
+def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm):
+    """Two jobs at a time (the test node has 2 CPUs): the first to be requeued held beside
+    one whose only idle record is a claim; then one to be cancelled beside one that opted
+    out."""
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    warn_dir = shared_tmpdir("jobmon-act-warn-")
+    os.chmod(warn_dir, 0o755)       # root writes, each user reads their own files
+    # a job without jobmon's sampler; another user's idle `jobmon run` claims its id
+    site.write_config(enabled=False)
+    claimed = c.submit(SLEEP)
+    c.wait_running(claimed)
+    configure(site, warn_dir)
+    held = c.submit(SLEEP)
+    forger = subprocess.Popen(as_user([JOBMON, "run", "--interval=1", f"--job-id={claimed}",
+                                       "--", "sleep", "300"], "jobmon-test2"),
+                              env=site.env(), cwd=shared_tmpdir(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        c.wait_running(held)
+        idle_for(site, [held, claimed])
+        got, _ = act(site)
+        assert got == {str(held): "warn"}      # the claim is no Slurm job's record
+        [warning] = os.listdir(warn_dir)
+        path = os.path.join(warn_dir, warning)
+        assert warning == f"jobmon-warning-{held}.txt"
+        assert os.stat(path).st_uid == pwd.getpwnam("jobmon-test").pw_uid
+        text = open(path).read()
+        assert f"your job {held}" in text and f"scontrol release {held}" in text and \
+            "jobmon-actions=no" in text, text
+        # a dry run of the whole policy, its own warning and its own grace
+        assert act(site, mode="dry-run")[0][str(held)] == "warn"
+        idle_for(site, [held], grace=True)
+        got, doc = act(site, mode="dry-run")
+        assert got[str(held)] == "act" and state(site, held)[0] == "RUNNING"
+        assert os.listdir(warn_dir) == [warning]
+        # the hourly limit: none allowed, none done
+        got, _ = act(site, max_per_hour=0)
+        assert got[str(held)] == "limited" and state(site, held)[0] == "RUNNING"
+        got, doc = act(site)
+        assert got == {str(held): "act"}
+        held_state = ("PENDING", "job_requeued_in_held_state")
+        assert state(site, held, held_state) == held_state     # after COMPLETING
+        assert state(site, claimed)[0] == "RUNNING"
+        rows = actions(site, held)
+        live = [(r["action"], r["outcome"]) for r in rows if not r["dry_run"]]
+        assert live == [("warn", f"written to {path}"),
+                        ("requeuehold", f"done: requeuehold {held}")], rows
+        dry = [(r["action"], r["outcome"]) for r in rows if r["dry_run"]]
+        assert dry == [("warn", "dry run: not sent (file)"),
+                       ("requeuehold", "dry run: not done")]
+        assert {r["user"] for r in rows} == {"jobmon-test"}
+        assert actions(site, claimed) == []
+        # held: pending, not running, so nothing more is done to it
+        assert act(site)[0].get(str(held)) in ("gone", None)
+        q = subprocess.run([JOBMON, "query", str(held), "--json", "--no-scheduler"],
+                           env=env(site), capture_output=True, text=True, timeout=120)
+        assert q.returncode == 0, q.stderr
+        assert [a["action"] for a in json.loads(q.stdout)["actions"]] == [
+            "warn", "warn", "requeuehold", "requeuehold"]
+    finally:
+        forger.terminate()          # forwarded to its sleep
+        forger.wait()
+        c.scancel(str(claimed), str(held))
+        c.wait_done(claimed)
+
+    opted = c.submit(SLEEP, comment="mine, jobmon-actions=no")
+    cancelled = c.submit(SLEEP)
+    try:
+        c.wait_running(opted)
+        c.wait_running(cancelled)
+        idle_for(site, [cancelled, opted])
+        assert acting(site, slurm_action="cancel") == {str(cancelled): "warn",
+                                                       str(opted): "opted-out"}
+        idle_for(site, [cancelled], grace=True)
+        assert acting(site, slurm_action="cancel") == {str(cancelled): "act",
+                                                       str(opted): "opted-out"}
+        c.wait_done(cancelled)
+        assert c.states(cancelled)[str(cancelled)]["State"].startswith("CANCELLED")
+        assert state(site, opted)[0] == "RUNNING"
+        assert [(r["action"], r["outcome"]) for r in actions(site, cancelled)] == [
+            ("warn", f"written to {warn_dir}/jobmon-warning-{cancelled}.txt"),
+            ("cancel", f"done: cancel {cancelled}")]
+        assert actions(site, opted) == []
+    finally:
+        c.scancel(str(opted), str(cancelled))
+        c.wait_done(opted)
