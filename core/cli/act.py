@@ -24,7 +24,7 @@ def open_for_actions(cfg, store_arg):
     from ..stores.local import LocalStore
     if store_arg is None and cfg.uses_influxdb:
         from ..stores.influx import InfluxStore
-        from .query import FriendlyStore
+        from .reading import FriendlyStore
         return FriendlyStore(InfluxStore.from_config(cfg)), InfluxWriter(cfg)
     st = LocalStore(store_arg or store_path())
     return st, LocalWriter(st)

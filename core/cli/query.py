@@ -76,11 +76,12 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
 
 def _acted(st, reports):
     """Each report with `jobmon act`'s warnings and actions on its job (docs/actions.md):
-    the scheduler's job, acted on as its confirmed owner's, whichever run."""
-    jobs = {str(rep["header"]["job"]) for rep in reports}
-    found = st.actions(jobs=sorted(jobs)) if jobs else []
+    the scheduler's job (its schedd's, for HTCondor), whichever run."""
+    found = st.actions(jobs=sorted({str(rep["header"]["job"]) for rep in reports}))
     for rep in reports:
-        rep["actions"] = [a for a in found if str(a.get("job")) == str(rep["header"]["job"])]
+        job, schedd = str(rep["header"]["job"]), rep["header"]["tags"].get("schedd")
+        rep["actions"] = [a for a in found if str(a.get("job")) == job
+                          and (a.get("schedd") or None) == (schedd or None)]
     return reports
 
 

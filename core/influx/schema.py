@@ -77,7 +77,7 @@ STORED_TYPES[ACTION] = {"action": "str", "dry_run": "int", "outcome": "str", "re
                         "resources": "str", "idle_seconds": "float", "warned_at": "float",
                         "actor": "str", "scheduler_user": "str", "scheduler_job": "str",
                         "hosts": "str"}
-ACTION_TAGS = ("cluster", "host", "user", "job", "scheduler", "run") + PROMOTED_TAGS
+ACTION_TAGS = ALL_TAGS                # the tags of the job's record
 MAX_PROCS_TOP_BYTES = 16384      # the breakdown's JSON text (well under MAX_LINE_BYTES)
 assert not set(ALL_TAGS) & set().union(*STORED_TYPES.values())
 

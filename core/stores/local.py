@@ -176,13 +176,16 @@ class LocalStore(Sink, Store):
 
     # --- `jobmon act`'s warnings and actions (a table made by its first write) ---
     def latest(self, since):
+        from ..influx.schema import PROMOTED_TAGS
         out = []
         for rec in self.unfinished():
             last = self.last_samples(rec, 1)
             if last and last[-1]["time"] >= since * 1e9:
-                out.append({"job": rec.get("job"), "run": rec.get("run"), "host": rec.get("host"),
-                            "user": rec.get("user"), "scheduler": rec.get("scheduler"),
-                            "cluster": None, "sample": last[-1]})
+                tags = rec.get("tags") or {}
+                row = {t: tags.get(t) for t in ("schedd",) + PROMOTED_TAGS}
+                row.update({k: rec.get(k) for k in ("job", "run", "host", "user", "scheduler")},
+                           cluster=None, sample=last[-1])
+                out.append(row)
         return out
 
     def put_actions(self, actions):
