@@ -175,6 +175,9 @@ SUMMARY_FIELDS = (
      "sampled (rss_peak_bytes from samples only: nothing exact was there, a spike between "
      "samples may be missed)"),
     ("swap_peak_bytes", "bytes", "largest sampled swap use"),
+    ("network_fs", "text", "network and FUSE file systems (nfs, lustre, gpfs, ceph, 9p ...) "
+     "the job worked on, as \"nfs4 /home (working directory, open files)\": their I/O is in "
+     "rchar_bytes and wchar_bytes only, never in read_bytes and write_bytes; empty if none"),
     ("read_bytes", "bytes", "total bytes read from storage"),
     ("write_bytes", "bytes", "total bytes written to storage"),
     ("rchar_bytes", "bytes", "total bytes through read()-like system calls"),

@@ -36,7 +36,7 @@ _TABLE = {
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
         monitor_cpu_seconds monitor_read_seconds monitor_errors cut_short reconciled
         cpu_idle_samples elapsed_seconds""",
-    ("job", "estimated"): """mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
+    ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
         swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
         missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top""",
     ("job", "apportioned"): """cpu_energy_joules dram_energy_joules energy_joules
@@ -60,8 +60,12 @@ _TABLE = {
 NOTES = {
     "mem_resident_bytes": "procfs mode: estimated (PSS within a CPU budget, carried forward)",
     "mem_cache_bytes": "procfs mode: the file pages the job maps",
-    "read_bytes": "local block devices only: network file systems are not in it",
-    "write_bytes": "local block devices only: network file systems are not in it",
+    "read_bytes": "local block devices only: network file systems are not in it "
+                  "(network_fs names those the job used)",
+    "write_bytes": "local block devices only: network file systems are not in it "
+                   "(network_fs names those the job used)",
+    "network_fs": "looked for every 60 s, in up to 64 processes' working directories and "
+                  "open files",
     "procs_max": "exact where the pids controller keeps a high-water mark",
     "gpu_energy_joules": "the job's own where no other process used its GPUs "
                          "(gpu_shared_samples 0); none for MIG slices",

@@ -10,6 +10,7 @@ import time
 
 from .metrics import COUNTERS
 from .probes import breakdown
+from .probes.netfs import NetFs
 from .summary import Fold
 
 
@@ -56,6 +57,8 @@ class Sampler:
             self._safe(s, "open", job)
         # the per-process breakdown, at its own lower rate (probes/breakdown.py)
         self.breakdown = breakdown.for_site(probe, self._warn, monotonic)
+        # where the job's files are: a network file system's I/O is in no storage counter
+        self.netfs = NetFs() if probe is not None else None
 
     def _safe(self, sink, what, arg):
         try:
@@ -114,6 +117,12 @@ class Sampler:
         self.fold.add(sample)
         for s in list(self.sinks):
             self._safe(s, "write", sample)
+        if self.netfs is not None and not final and self.netfs.due(now):
+            try:
+                self.netfs.look(self.probe.pids(), now)
+            except Exception as e:   # off for the rest of the job; the samples go on
+                self._warn(f"network file systems: {e}")
+                self.netfs = None
         if self.breakdown is not None and not final and self.breakdown.due(now):
             self._procs(sample["elapsed_seconds"])
         self.tick_cpu += time.thread_time() - c

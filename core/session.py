@@ -154,6 +154,7 @@ class Session:
         alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))
         s.update(figures(s, alloc))
         from .probes.pressure import psi_state
+        s["network_fs"] = sampler.netfs.text() if sampler.netfs else None
         s["pressure_source"] = getattr(sampler.probe, "pressure_source", None)
         s["psi"] = psi_state()
         if self.oom is not None:

@@ -35,8 +35,8 @@ PLOTS = (
         ("mem_resident_peak_bytes", "resident peak", "#17becf", [2, 3], None),
         ("mem_swap_bytes", "swap", "#d62728", None, None))),
     ("io", "I/O", "bytes/s", (
-        ("read_bytes", "storage read", "#1f77b4", None, "rate"),
-        ("write_bytes", "storage write", "#ff7f0e", None, "rate"),
+        ("read_bytes", "storage read (local disks)", "#1f77b4", None, "rate"),
+        ("write_bytes", "storage write (local disks)", "#ff7f0e", None, "rate"),
         ("rchar_bytes", "read() calls", "#2ca02c", [6, 3], "rate"),
         ("wchar_bytes", "write() calls", "#d62728", [6, 3], "rate"))),
     ("tasks", "Processes and threads", "count", (

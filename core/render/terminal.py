@@ -71,8 +71,8 @@ def show(rep, console=None):
             rows.append(samples[-1])
         st = compact_table(f"samples ({len(samples)}, every {step}th shown)" if step > 1
                            else f"samples ({len(samples)})")
-        for col in ("t (s)", "cores", "CPU s", "resident", "cache", "read", "written",
-                    "procs"):
+        for col in ("t (s)", "cores", "CPU s", "resident", "cache", "disk read",
+                    "disk written", "procs"):   # local block I/O only (docs/reports.md)
             st.add_column(col, justify="right", no_wrap=True)
         for x in rows:
             st.add_row(fixed(x.get("elapsed_seconds", 0), ".1f"), _num(x.get("cpu_cores")),

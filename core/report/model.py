@@ -170,12 +170,14 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
          if s.get("psi") == "off" else None, ""),
         ("major page faults", s.get("mem_major_faults") or None, "count"),
         ("memory limit reached (times)", s.get("mem_limit_hits") or None, "count"),
-        ("storage read", s.get("read_bytes"), "bytes"),
-        ("storage written", s.get("write_bytes"), "bytes"),
-        ("storage read rate", s.get("read_bytes") / wall if wall and s.get("read_bytes")
-         is not None else None, "bytes/s"),
-        ("storage write rate", s.get("write_bytes") / wall if wall and s.get("write_bytes")
-         is not None else None, "bytes/s"),
+        ("storage read (local disks only)", s.get("read_bytes"), "bytes"),
+        ("storage written (local disks only)", s.get("write_bytes"), "bytes"),
+        ("storage read rate (local disks only)", s.get("read_bytes") / wall
+         if wall and s.get("read_bytes") is not None else None, "bytes/s"),
+        ("storage write rate (local disks only)", s.get("write_bytes") / wall
+         if wall and s.get("write_bytes") is not None else None, "bytes/s"),
+        ("on file systems no storage figure counts (their I/O is in the read()/write() "
+         "totals only)", s.get("network_fs") or None, ""),
         ("read() total", s.get("rchar_bytes"), "bytes"),
         ("write() total", s.get("wchar_bytes"), "bytes"),
         ("processes (peak)", s.get("procs_max"), "count"),

@@ -114,7 +114,10 @@ def io_line(s):
     r, w = _num(s.get("read_bytes")), _num(s.get("write_bytes"))
     if r is None and w is None:
         return None
-    return f"I/O: read {_size(r or 0)}, wrote {_size(w or 0)} (storage)"
+    line = f"I/O: read {_size(r or 0)}, wrote {_size(w or 0)} (local disks)"
+    if s.get("network_fs"):   # its I/O there is in no storage counter
+        line += f"; not counted: {s['network_fs']}"
+    return line
 
 
 def energy_line(s):

@@ -115,8 +115,12 @@ def build():
         f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
         f'non_negative_derivative(last("rchar_bytes"), 1s) AS rchar_rate, '
         f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="binBps",
-        description="read/write: storage; rchar/wchar: every read()/write()-like call."))
+        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")],
+        unit="binBps",
+        description="read/write: storage on local block devices only (a network or FUSE "
+                    "file system's I/O is not in them: the summary's network_fs names those "
+                    "the job used); rchar/wchar: every read()/write()-like call, on any file "
+                    "system, pipe or socket."))
     p.append(timeseries(g, "Stalled on CPU, memory, I/O (PSI)", [target(
         f'SELECT non_negative_derivative(last("cpu_pressure_seconds"), 1s) * 100 AS cpu, '
         f'non_negative_derivative(last("mem_pressure_seconds"), 1s) * 100 AS memory, '

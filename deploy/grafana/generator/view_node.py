@@ -40,7 +40,9 @@ def build():
         overrides=[unit_override("memory", "bytes")]))
     p.append(timeseries(g, "Storage writes by job (stacked)", [
         target(f'SELECT non_negative_derivative(last("write_bytes"), 1s) FROM "{SAMPLE}" '
-               f'WHERE {H} {PER_JOB}', alias=BY_RUN)], unit="binBps", stack=True))
+               f'WHERE {H} {PER_JOB}', alias=BY_RUN)], unit="binBps", stack=True,
+        description="Block I/O written to the node's local disks (a network or FUSE file "
+                    "system's writes are not in it)."))
     p.append(timeseries(g, "Power by job (stacked)", [
         target(f'SELECT mean("power_watts") FROM "{SAMPLE}" WHERE {H} {PER_JOB}',
                alias=BY_RUN)], unit="watt", stack=True, w=12,
