@@ -131,22 +131,34 @@ def test_counters_that_wrap_during_the_job(powered, tmp_path):
 
 
 def test_two_jobs_share_by_their_cpu_time(powered, tmp_path):
-    n = NodeReader(powered).start()
+    """Two jobs at once, one busy on a core and one on two: each pays 25 J of package
+    energy per CPU-second it used from its sampler's first read on -- its own CPU time as
+    its sampler measured it, whatever CPU a loaded machine gave it. Each job idles for a
+    second either side of its work, so the readings that bound its energy (the first one
+    its sampler takes, the one after its end) fall where its CPU time stands still. Within
+    5 %: the recorded counters rise in 20 ms steps of a thread that a loaded machine can
+    hold up, and a job's CPU time in a refresh the counters stood still gets no energy (a
+    real node's counters never stand still)."""
+    (tmp_path / "busy.py").write_text(BUSY)
+    busy = f"python3 {tmp_path}/busy.py"
+    jobs = {"a": f"sleep 1; {busy} 0.6; sleep 1",
+            "b": f"sleep 1; {busy} 1.2 & {busy} 1.2; wait; sleep 1"}
+    n = NodeReader(powered).start(period=0.5)
     try:
-        a = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--store=none",
-                              f"--summary={tmp_path}/a.json", "--", "python3", "-c", BUSY,
-                              "0.6"], env=n.env())
-        (tmp_path / "busy.py").write_text(BUSY)
-        b = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--store=none",
-                              f"--summary={tmp_path}/b.json", "--", "sh", "-c",
-                              f"python3 {tmp_path}/busy.py 1.2 & python3 {tmp_path}/busy.py "
-                              "1.2; wait"], env=n.env())
-        assert a.wait(60) == 0 and b.wait(60) == 0
+        runs = [subprocess.Popen([JOBMON, "run", "--interval=0.2", "--store=none",
+                                  f"--out={tmp_path}/{x}.jsonl", f"--summary={tmp_path}/{x}.json",
+                                  "--", "sh", "-c", cmd], env=n.env())
+                for x, cmd in jobs.items()]
+        assert [r.wait(60) for r in runs] == [0, 0]
     finally:
         n.close()
-    sa, sb = (json.load(open(f"{tmp_path}/{x}.json")) for x in "ab")
-    per_cpu = [s["cpu_energy_joules"] / cpu(s) for s in (sa, sb)]
-    assert per_cpu[0] == pytest.approx(25, rel=0.1) and per_cpu[1] == pytest.approx(25, rel=0.1)
+    for x in jobs:
+        first = json.loads(open(f"{tmp_path}/{x}.jsonl").readline())
+        s = json.load(open(f"{tmp_path}/{x}.json"))
+        used = cpu(s) - cpu(first)
+        assert used > {"a": 0.6, "b": 2.4}[x]
+        assert s["cpu_energy_joules"] == pytest.approx(25 * used, rel=0.05), x
+        assert s["dram_energy_joules"] == pytest.approx(5 * used, rel=0.05), x
 
 
 def test_a_reader_restarted_mid_job_loses_only_the_gap(powered, tmp_path):
