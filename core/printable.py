@@ -73,25 +73,35 @@ def size(value, short=False):
 
 
 def energy(joules):
-    """Energy as people read it: "850 J", "12.4 kJ", "4.5 MJ (1.25 kWh)"."""
+    """Energy as people read it: "850.0 J", "12.4 kJ", "4.5 MJ (1.25 kWh)"; the unit chosen
+    for the figure as rounded (999.96 J is "1.0 kJ", not "1000.0 J")."""
     if isinstance(joules, bool) or not isinstance(joules, (int, float)) or \
             not abs(joules) < LARGEST_FIXED:
         return fixed(joules) + (" J" if isinstance(joules, (int, float)) else "")
     a = abs(joules)
-    if a < 1e3:
+    if round(a, 1) < 1e3:
         return f"{fixed(joules, '.1f')} J"
-    if a < 1e6:
+    if round(a / 1e3, 1) < 1e3:
         return f"{fixed(joules / 1e3, '.1f')} kJ"
     return f"{fixed(joules / 1e6, '.1f')} MJ ({fixed(joules / 3.6e6, '.2f')} kWh)"
 
 
+def significant(value):
+    """A figure in 3 significant digits, written out, never in exponent form: "0.000123",
+    "0.420", "12.3", "100" (99.96), "1,234" (every digit of a whole number from 100 up)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not abs(value) < LARGEST_FIXED:
+        return fixed(value)
+    a = abs(float(f"{value:.3g}"))        # as rounded: 0.9999 is "1.00", not "1.000"
+    digits = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 or a == 0 else \
+        2 - math.floor(math.log10(a))
+    return fixed(value, f",.{digits}f")
+
+
 def co2e(grams):
-    """CO2 equivalent: "0.42 gCO2e", "12.3 gCO2e", "4.56 kgCO2e"."""
-    if isinstance(grams, bool) or not isinstance(grams, (int, float)) or \
-            not abs(grams) < LARGEST_FIXED:
-        return fixed(grams) + (" gCO2e" if isinstance(grams, (int, float)) else "")
-    a = abs(grams)
-    if a >= 1e3:
-        return f"{fixed(grams / 1e3, '.2f')} kgCO2e"
-    digits = 1 if a >= 10 else 2 if a >= 1 or a == 0 else 2 - math.floor(math.log10(a))
-    return f"{fixed(grams, f'.{digits}f')} gCO2e"     # 3 significant digits, written out
+    """CO2 equivalent: "0.420 gCO2e", "12.3 gCO2e", "4.56 kgCO2e"; the unit chosen for the
+    figure as rounded (999.6 g is "1.00 kgCO2e", not "1000 gCO2e")."""
+    if isinstance(grams, (int, float)) and not isinstance(grams, bool) and \
+            1e3 <= abs(float(f"{grams:.3g}")) < LARGEST_FIXED:
+        return f"{significant(grams / 1e3)} kgCO2e"
+    return significant(grams) + (" gCO2e" if isinstance(grams, (int, float)) else "")

@@ -13,7 +13,7 @@ import pytest
 
 from chromium import CHROMIUM, Chromium
 from helpers import JOBMON, jobmon, jobmon_run, py
-from jobmon.printable import size
+from jobmon.printable import significant, size
 from jobmon.render.units import human
 from jobmon.stores.local import LocalStore
 from jobmon.summary import Fold
@@ -43,6 +43,20 @@ def test_size_is_binary_with_iec_names():
     assert max(len(size(v, short=True)) for v in range(0, 1 << 42, 7 << 27)) <= 8
     assert human(5e-06, "core-h") == "0.000005 core-h" and human(1, "units") == "1 unit"
     assert human(2 * GiB, "bytes/h") == "2.0 GiB/h" and human(10800, "s") == "10800 s (3:00:00)"
+
+
+def test_energy_and_co2e_take_their_unit_after_rounding():
+    """CO2e in 3 significant digits, energy to 0.1 of its unit: a figure that rounds up to
+    the next unit is written in it (not "1000.0 gCO2e", "100.0 gCO2e" in 4 digits); a
+    site's tonnes of CO2e in `jobmon report` written out (not "1.23e+03")."""
+    assert [human(g, "gCO2e") for g in (0.0001234, 0.42, 0.9999, 9.996, 12.34, 99.96, 999.6,
+                                        4560, 123456)] == \
+        ["0.000123 gCO2e", "0.420 gCO2e", "1.00 gCO2e", "10.0 gCO2e", "12.3 gCO2e",
+         "100 gCO2e", "1.00 kgCO2e", "4.56 kgCO2e", "123 kgCO2e"]
+    assert [human(j, "J") for j in (850, 999.94, 999.96, 12400, 999_960, 4.5e6)] == \
+        ["850.0 J", "999.9 J", "1.0 kJ", "12.4 kJ", "1.0 MJ (0.28 kWh)", "4.5 MJ (1.25 kWh)"]
+    assert [significant(kg) for kg in (0.0000123, 0.9999, 1234.5, 1.2e6)] == \
+        ["0.0000123", "1.00", "1,234", "1,200,000"]
 
 
 def test_growth_of_a_job_flat_after_its_first_second_is_near_zero():

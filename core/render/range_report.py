@@ -8,7 +8,7 @@ import csv
 import io
 import json
 
-from ..printable import clean, fixed, size as _size
+from ..printable import clean, fixed, significant, size as _size
 from .units import when as _when
 
 # CSV columns: a group's key and counts, its efficiency quantiles, its sums
@@ -109,15 +109,13 @@ def _header(model, console):
         console.print(f"({t['unconfirmed']:,} counted unconfirmed: the scheduler has not "
                       "said whose job they are yet)")
     if t.get("energy_jobs"):
-        console.print(f"energy {kwh(t['energy_kwh'])} kWh (GPUs' counters, CPU and DRAM "
-                      f"apportioned: docs/energy.md), {t['energy_jobs']:,} of "
+        console.print(f"energy {significant(t['energy_kwh'])} kWh (GPUs' counters, CPU and "
+                      f"DRAM apportioned: docs/energy.md), {t['energy_jobs']:,} of "
                       f"{t['jobs']:,} job runs measured"
-                      + (f" · {fixed(t['co2e_kg'], '.3g')} kgCO2e (estimated)"
+                      + (f" · {significant(t['co2e_kg'])} kgCO2e (estimated)"
                          if t["co2e_kg"] else ""))
 
 
-def kwh(v):
-    return fixed(v, ",.0f" if v >= 1000 else ".3g")
 
 
 def _claims(model, console):
@@ -163,8 +161,8 @@ def _groups(model, console):
                  percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
                  hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-", str(g["suspects"])]
         if energy:
-            cells += [kwh(g["energy_kwh"]) if g["energy_jobs"] else "-",
-                      fixed(g["co2e_kg"], ".3g") if g["co2e_kg"] else "-"]
+            cells += [significant(g["energy_kwh"]) if g["energy_jobs"] else "-",
+                      significant(g["co2e_kg"]) if g["co2e_kg"] else "-"]
         t.add_row(*cells, style="bold" if g is model["total"] else None)
     console.print(t)
     console.print("* canonical core-hours: 1 core + 2 GiB each, whole units only (OSG)")
