@@ -228,3 +228,44 @@ def test_no_more_than_the_sites_number_of_actions_an_hour(pool, monkeypatch):
 
 def _read(path):
     return open(path).read() if os.path.exists(path) else ""
+
+
+def test_jobmon_report_counts_the_warnings_and_actions_of_its_range(pool):
+    """After the tests above: 5.0, 6.0 and 7.0 each warned once and held once for real
+    (the third and last held by the hourly-limit test); a dry run warned 7.0, and warned
+    and held 6.0."""
+    doc = json.loads(pool.jobmon("report", "--since", "1h", "--json").stdout)
+    acted = doc["actions"]
+    assert (acted["warnings"], acted["actions"], acted["failed"], acted["dry_runs"]) == \
+        (3, 3, 0, 3), acted
+    assert acted["groups"] == [{"key": TEST_USER, "warnings": 3, "actions": 3, "failed": 0}]
+    assert [a["action"] for a in acted["latest"]][:1] == ["hold"]
+    assert {a["job"] for a in acted["latest"]} == set(JOBS)
+    later_range = json.loads(pool.jobmon("report", "--since", "now", "--json").stdout)
+    assert later_range["actions"]["warnings"] == later_range["actions"]["actions"] == 0
+    text = pool.jobmon("report", "--since", "1h").stdout
+    assert "idle allocations: 3 warned, 3 held or cancelled; dry runs: 3" in text, text
+
+
+def test_the_read_service_shows_a_user_the_actions_on_their_jobs_alone(pool):
+    """`jobmon serve` (as its unprivileged user, the site's config) answers jobmon query and
+    report of the test user with the actions on their jobs, and another user with none."""
+    from helpers import have_user
+    from serve_site import Munged, Service
+    if not have_user("jobmon-test2"):
+        pytest.skip("needs user jobmon-test2 (tests/setup.sh)")
+    munged = Munged()
+    service = Service(pool, munged).start()
+    try:
+        r = service.jobmon("query", "5.0", "--json", "--no-scheduler", user=TEST_USER)
+        assert [a["action"] for a in json.loads(r.stdout)["actions"]
+                if not a["dry_run"]] == ["warn", "hold"]
+        mine = json.loads(service.jobmon("report", "--since", "1h", "--json",
+                                         user=TEST_USER).stdout)["actions"]
+        theirs = json.loads(service.jobmon("report", "--since", "1h", "--json",
+                                           user="jobmon-test2").stdout)["actions"]
+        assert (mine["warnings"], mine["actions"], mine["dry_runs"]) == (3, 3, 3)
+        assert (theirs["warnings"], theirs["actions"], theirs["dry_runs"]) == (0, 0, 0)
+    finally:
+        service.close()
+        munged.close()

@@ -71,6 +71,8 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
     accounts = pilot_accounts(site_config())
     model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim, accounts)
     model["batches"] = rightsize.rightsize(aggregate.counted(records, accounts)[0], lim, top)
+    from ..report import acted
+    model["actions"] = acted.summarize(st.actions(since=t0), by, t0, t1, argv_text(user), top)
     if as_json:
         typer.echo(range_report.to_json(model))
     elif as_csv:

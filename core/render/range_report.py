@@ -81,6 +81,7 @@ def show(model, console=None):
     console = console or Console()
     _header(model, console)
     _claims(model, console)
+    _actions(model.get("actions"), console)
     if not model["jobs"]:
         return
     _groups(model, console)
@@ -131,6 +132,27 @@ def _claims(model, console):
     t.add_column("why", overflow="fold")
     for r in rows:
         t.add_row(esc(r["job"]), esc(r["user"]), esc(r["why"]))
+    console.print(t)
+
+
+def _actions(acted, console):
+    """`jobmon act`'s warnings and actions in the range (docs/actions.md)."""
+    from .terminal import esc
+    if not acted or not (acted["warnings"] or acted["actions"] or acted["dry_runs"]):
+        return
+    console.print(f"idle allocations: {acted['warnings']} warned, {acted['actions']} held "
+                  "or cancelled" + (f" ({acted['failed']} failed)" if acted["failed"] else "")
+                  + (f"; dry runs: {acted['dry_runs']}" if acted["dry_runs"] else ""))
+    if not acted["latest"]:
+        return
+    t = _table("latest warnings and actions (jobmon act)")
+    t.add_column("when")
+    _job_column(t, acted["latest"])
+    for name in ("user", "action", "outcome"):
+        t.add_column(name, overflow="fold")
+    for a in acted["latest"]:
+        t.add_row(when(a["time"] / 1e9), esc(a["job"]), esc(a["user"]), esc(a["action"]),
+                  esc(a["outcome"]))
     console.print(t)
 
 

@@ -102,6 +102,9 @@ class RemoteStore(Store):
     def breakdowns(self, record, last=None):
         return self.call("breakdowns", handle=record["_handle"], last=last)
 
+    def actions(self, since=None, jobs=None):
+        return self.call("actions", since=since, jobs=None if jobs is None else sorted(jobs))
+
 
 def _why(e):
     return e.strerror or str(e) if isinstance(e, OSError) else str(e)

@@ -92,6 +92,7 @@ OPERATIONS = {
                   "fields": _optional(_texts(1000))},
     "samples": {"handle": _count(1, 1 << 62)},
     "breakdowns": {"handle": _count(1, 1 << 62), "last": _optional(_count(1, 1 << 20))},
+    "actions": {"since": _optional(_number), "jobs": _optional(_texts(1000))},
 }
 REQUIRED = {"limit", "ref", "handle"}
 

@@ -63,3 +63,9 @@ class ScopedStore:
 
     def breakdowns(self, handle, last=None):
         return self.store.breakdowns(self._record(handle), last=last)
+
+    def actions(self, since=None, jobs=None):
+        """`jobmon act`'s warnings and actions on the jobs the caller may read: each is on
+        a job of the user it names, the scheduler's owner (never a claim's)."""
+        return [a for a in self.store.actions(since, jobs) if self.scope.allows(
+            {"user": a.get("user"), "tags": {"account": a.get("account")}})]
