@@ -15,7 +15,7 @@ import grafana_model as gm
 from grafana_schema import validate
 from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, owned_by, root, \
     shared_tmpdir
-from jobmon.influx.schema import ALL_TAGS, JOB, SAMPLE, SHIPPER, STORED_TYPES
+from jobmon.influx.schema import ACTION, ALL_TAGS, JOB, SAMPLE, SHIPPER, STORED_TYPES
 from jobmon.ship.state import COUNTERS
 
 DASHBOARDS = gm.load_dashboards()
@@ -57,10 +57,13 @@ def documented():
     in_metrics = set(re.findall(r"`([a-z_0-9]+)`", metrics))
     fields = {m: {f for f in STORED_TYPES[m] if f in names or f in in_metrics}
               for m in (SAMPLE, JOB)}
+    action = doc[doc.index("`jobmon_action`: one point"):]
+    fields[ACTION] = set(re.findall(r"`([a-z_0-9]+)`", action[:action.index("\n\n")])) & \
+        set(STORED_TYPES[ACTION])
     fields[SHIPPER] = shipper & (set(COUNTERS) | {"spool_bytes", "quarantine_entries",
                                                   "last_success", "lost_points", "lost_bytes",
                                                   "lost_files"})
-    tags = {m: {t for t in ALL_TAGS if t in names} for m in (SAMPLE, JOB)}
+    tags = {m: {t for t in ALL_TAGS if t in names} for m in (SAMPLE, JOB, ACTION)}
     tags[SHIPPER] = {"host", "cluster", "user", "reason"} & names
     return fields, tags
 
@@ -77,7 +80,7 @@ def all_queries():
 def test_every_name_a_query_reads_is_in_the_schema(name, where, t):
     q = t["query"]
     ms = gm.measurements(q)
-    assert ms and set(ms) <= {SAMPLE, JOB, SHIPPER}, f"{where}: reads {ms}"
+    assert ms and set(ms) <= {SAMPLE, JOB, SHIPPER, ACTION}, f"{where}: reads {ms}"
     known = set(ms)
     for m in ms:
         known |= FIELDS[m] | TAGS[m]
@@ -256,6 +259,52 @@ def condor_gpu_job(site, gpu):
     assert p.returncode == 0, err
 
 
+ACTED = "7.0"          # the idle HTCondor job `jobmon act` warns and holds
+
+
+def acted_job(site):
+    """An idle HTCondor job of the test user (the wrapper as the starter runs it), warned
+    and then held by passes of `jobmon act` through the real htcondor2 bindings and a
+    recorded schedd (tests/schedd_recorder.py); the hold's soft kill ends it."""
+    from jobmon import config
+    from jobmon.actions import actor
+    from jobmon.actions.condor import Condor
+    from jobmon.actions.records import InfluxWriter
+    from jobmon.stores.influx import InfluxStore
+    from schedd_recorder import RecordedSchedd, job_ad
+    from test_condor_wrapper import Starter
+    gid = "ap01.example.org#7.0#1795333942"
+    with open(site.config) as f:
+        text = f.read() + ("[condor]\ninterval = 0.2\nmin_interval = 0.05\n[actions]\n"
+                           'mode = "on"\nresources = "cores"\nidle_seconds = 1.0\n'
+                           'grace_seconds = 1.0\nwarn = "none"\n')
+    starter = Starter(site=text, ClusterId="7", GlobalJobId=f'"{gid}"',
+                      Owner='"jobmon-test"')
+    starter.prepare()
+    starter.env.pop("JOBMON_STORE")
+    starter.env["PATH"] = "/usr/bin:/bin"
+    p = starter.popen_prepared([PYTHON, "-c", "import time; time.sleep(300)"])
+    cfg = config.load(starter.config)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            schedd = RecordedSchedd(mp, [job_ad(starter.job_ad_text, ClusterId=7,
+                                                GlobalJobId=gid, Owner="jobmon-test")])
+            kinds = []
+            deadline = time.monotonic() + 60
+            while kinds[-1:] != ["act"]:
+                assert time.monotonic() < deadline, kinds
+                ship(site, "wn1", "alpha")
+                done = actor.run_pass(cfg, InfluxStore.from_config(cfg),
+                                      {"htcondor": Condor(schedd=schedd.schedd)},
+                                      InfluxWriter(cfg))
+                kinds += [d.kind for d in done.decisions if d.job == ACTED]
+                time.sleep(0.3)
+        assert "warn" in kinds and len(schedd.acts()) == 1, kinds
+    finally:
+        starter.hard_kill(p, vacate=10)
+    ship(site, "wn1", "alpha")          # its end, from the node it ran on
+
+
 def node_reader_jobs(site, gpu, base):
     """On a node reader publishing the recorded GPU node, a recorded RAPL tree and its
     network counters: the HTCondor GPU job, and a job of root's (a cgroup v2 of its own
@@ -313,6 +362,7 @@ def filled(influx_server, tmp_path_factory):
             tags=("account=chem", "group=atlas", "request_cpus=1"))
     plant_junk(site)
     ship(site, "wn1", "alpha")
+    acted_job(site)
     node_reader_jobs(site, GpuNode(), str(base))
     ship(site, "wn2", "beta")
     run_job(site, "9200", 1.0, user="jobmon-test2", tags=("account=chem",))
@@ -339,7 +389,8 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
 }
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
            "oom_command", "oom_source", "ownership",
-           "mem_sizing_basis", "key", "value", "advice", "batch", "scheduler_state"} | \
+           "mem_sizing_basis", "key", "value", "advice", "batch", "scheduler_state",
+           "action", "actor"} | \
     set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 

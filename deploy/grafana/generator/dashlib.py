@@ -21,6 +21,7 @@ DS_SAMPLES = {"type": "influxdb", "uid": "${samples}"}
 MIXED = {"type": "datasource", "uid": "-- Mixed --"}     # a panel whose targets differ
 
 SAMPLE, JOB, SHIPPER = "jobmon_sample", "jobmon_job", "jobmon_shipper"
+ACTION = "jobmon_action"       # `jobmon act`'s warnings and actions (docs/actions.md)
 # the job's filters as regex matches: a multi-value or "All" (.*) variable, and a job
 # without the tag (an empty value in InfluxQL) still matches "All"
 FILTER_TAGS = ("cluster", "account", "group", "user", "host")

@@ -1,6 +1,6 @@
 """The cluster overview: running jobs, efficiency distributions, idle canonical core-hours
 and GPU-hours by group and by site, top wasters, goodput/badput, and shipper health."""
-from dashlib import (JOB, ONE_RUN, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard,
+from dashlib import (ACTION, JOB, ONE_RUN, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard,
                      field_links, filter_vars, histogram, match, piechart, row, stat, table,
                      table_target, target, timeseries, unit_override)
 
@@ -65,6 +65,13 @@ def build():
                     "this stretch, longest first. A job past the site's [report] "
                     "idle_allocation_seconds (600 s by default) is flagged in its summary "
                     "(idle_allocation) and in `jobmon top` and `jobmon watch`."))
+    p.append(table(g, "Warnings and actions on idle jobs", [table_target(
+        f'SELECT "action", "dry_run", "outcome", "idle_seconds", "reason", "actor" '
+        f'FROM "{ACTION}" WHERE {CF} GROUP BY {ONE_RUN}, "cluster"')], h=8,
+        decimals=0, overrides=[unit_override("idle_seconds", "s")],
+        description="What `jobmon act` did to jobs idle on their allocation, where the site "
+                    "turned it on: each warning, hold, requeue-hold or cancel, its outcome "
+                    "and why; dry_run 1: a dry run's, nothing done (docs/actions.md)."))
     p.append(stat(g, "Jobs killed for memory", [target(
         f'SELECT count("oom_time") AS jobs, sum("oom_kills") AS processes FROM "{JOB}" '
         f'WHERE {CJ}', fmt="table")], w=8,
