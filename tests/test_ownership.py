@@ -263,6 +263,10 @@ def check_two_jobs(env):
                        for s in rep["samples"])      # none of the other job's samples
     r = jobmon("report", "--json", "--since=1d", env=env)
     assert r.returncode == 0 and json.loads(r.stdout)["jobs"] == 2, r.stderr
+    r = jobmon("list", env=dict(env, COLUMNS="200"))     # each as `jobmon query` takes it
+    assert r.returncode == 0, r.stderr
+    assert sorted(w for line in r.stdout.splitlines()[2:] for w in line.split()[:1]
+                  if "4711" in w) == sorted(f"{s}#4711.0" for s in SCHEDDS)
 
 
 def test_two_schedds_4711_0_are_two_jobs(site):

@@ -234,4 +234,6 @@ def register(app):
     ):
         """List recent jobs, newest first."""
         from ..render.terminal import show_list
-        show_list(open_store(store).jobs(limit))
+        from ..stores.ids import typed_ids
+        jobs = open_store(store).jobs(limit)
+        show_list([dict(j, job=typed) for j, typed in zip(jobs, typed_ids(jobs))])
