@@ -49,18 +49,29 @@ class FriendlyStore:
         method = getattr(self.store, name)
 
         def call(*a, **kw):
-            from ..serve.client import ServiceDown, ServiceError
-            from ..stores.influx import InfluxError
-            try:
-                return method(*a, **kw)
-            except (InfluxError, ServiceError) as e:
-                typer.echo(f"jobmon: {e}", err=True)
-                if isinstance(e, ServiceDown):
-                    typer.echo("jobmon: jobs are read through this service here ([service] "
-                               "address in the configuration); ask the site's admins",
-                               err=True)
-                raise typer.Exit(1)
+            out = self.guarded(method, *a, **kw)
+            return self.guarded_items(out) if hasattr(out, "gi_frame") else out
         return call
+
+    def guarded_items(self, generator):
+        while True:
+            try:
+                yield self.guarded(next, generator)
+            except StopIteration:
+                return
+
+    @staticmethod
+    def guarded(fn, *a, **kw):
+        from ..serve.client import ServiceDown, ServiceError
+        from ..stores.influx import InfluxError
+        try:
+            return fn(*a, **kw)
+        except (InfluxError, ServiceError) as e:
+            typer.echo(f"jobmon: {e}", err=True)
+            if isinstance(e, ServiceDown):
+                typer.echo("jobmon: jobs are read through this service here ([service] "
+                           "address in the configuration); ask the site's admins", err=True)
+            raise typer.Exit(1)
 
 
 def site_config():
