@@ -96,6 +96,8 @@ def store_calls(store):
         "breakdowns": lambda: (store.breakdowns(record), store.breakdowns(record, last=3)),
         "job": lambda: store.job("4242", user="alice"),
         "unreconciled": lambda: (store.unreconciled(), store.unreconciled(0.0, "wn1")),
+        "latest": lambda: store.latest(time.time() - 600),
+        "actions": lambda: (store.actions(), store.actions(0.0, ["4242"])),
         "rollups": lambda: (list(store.rollups(("run", "by:user"), time.time() - 3 * 86400,
                                                time.time())),
                             list(store.rollups(("batch",), 0, 3600, keys=["a1b2"]))),
