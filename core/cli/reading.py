@@ -113,3 +113,16 @@ def write_local(st, writes):
     except sqlite3.Error as e:
         return f"cannot write the store: {e}"
     return None
+
+
+def one_schedd(job_id, records, command):
+    """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
+    which (a GlobalJobId is one already)."""
+    from ..printable import clean
+    from ..stores.ids import schedd_of
+    schedds = sorted({schedd_of(r) for r in records} - {None})
+    if len(schedds) > 1:
+        typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
+                   f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(
+                       f"jobmon {command} {s}#{job_id}" for s in schedds)), err=True)
+        raise typer.Exit(1)
