@@ -168,3 +168,25 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
     finally:
         c.scancel(str(opted), str(cancelled))
         c.wait_done(opted)
+
+
+def test_a_job_that_may_not_be_requeued_is_recorded_failed_and_left_alone(jobmon_slurm):
+    """sbatch --no-requeue: scontrol requeuehold refuses it; the refusal is the action's
+    recorded outcome, the job runs on, and no later pass tries again in its idle stretch."""
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    configure(site, shared_tmpdir("jobmon-act-warn-"))
+    job = c.submit(SLEEP, no_requeue=True)
+    try:
+        c.wait_running(job)
+        idle_for(site, [job])
+        assert acting(site, warn="none") == {str(job): "warn"}
+        idle_for(site, [job], grace=True)
+        assert acting(site, warn="none") == {str(job): "act"}
+        [tried] = [r for r in actions(site, job) if r["action"] == "requeuehold"]
+        assert tried["outcome"].startswith(f"failed: requeuehold of job {job}: exit 1:"), tried
+        assert "disabled" in tried["outcome"], tried
+        assert acting(site, warn="none") == {str(job): "done"}
+        assert state(site, job)[0] == "RUNNING"
+    finally:
+        c.scancel(str(job))
+        c.wait_done(job)
