@@ -46,6 +46,9 @@ def test_a_job_holding_a_gpu_none_of_its_processes_is_on_is_warned_then_held(mon
         cfg = config.load(starters["8.0"].config)
         schedd = RecordedSchedd(monkeypatch, ads)
         seen, deadline = {}, time.monotonic() + 60
+        while not os.path.exists(path):   # made by the jobs' user: never first by root
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
         while seen.get("8.0", [None])[-1] != "act":
             assert time.monotonic() < deadline, seen
             st = LocalStore(path)
