@@ -272,6 +272,22 @@ def test_the_read_service_shows_a_user_the_actions_on_their_jobs_alone(pool):
         munged.close()
 
 
+def test_jobmon_act_leaves_jobs_it_cannot_ask_about_alone_and_exits_75(pool):
+    """[condor] schedd names a schedd no collector knows: every idle job is left alone and
+    said so, and the exit status (75) asks the site's timer to try again."""
+    env = dict(pool.env, JOBMON_CONFIG=pool.act_config, JOBMON_CONDOR_SCHEDD="ap09.example.org")
+    r = pool.jobmon("act", check=False, env=env)
+    assert r.returncode == 75, r.stdout + r.stderr
+    assert re.search(r"^jobmon act: \d idle job\(s\): \d with their scheduler unavailable$",
+                     r.stdout, re.M), r.stdout
+    assert "  job 6.0: unavailable: schedd ap09.example.org: " in r.stdout, r.stdout
+    assert r.stderr.startswith("jobmon act: schedd ap09.example.org: "), r.stderr
+    r = pool.jobmon("act", "--dry-run", "--json", check=False, env=env)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 75 and doc["mode"] == "dry-run" and not doc["recorded"], doc
+    assert {d["decision"] for d in doc["decisions"]} == {"unavailable"}, doc
+
+
 def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
     """Two schedds' idle 4711.0 of the test user, sampled into one embedded store (no
     InfluxDB): `jobmon act --store` through the local schedd, which knows its own 4711.0
