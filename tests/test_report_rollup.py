@@ -139,6 +139,14 @@ def test_merged_hours_give_the_report_of_every_record_embedded(tmp_path):
     assert len(list(store.rollups(("run",), since, until))) == 31
     check(store, since, until, expect_stored=True)       # ... and merged
     check(store, since, until, expect_stored=True, save=True)   # running ones read again
+    # a correction (jobmon reconcile's) drops the rollups of its run's hour and day
+    [rec] = [r for r in store.summaries(since, until) if (r["job"], r["user"]) == ("7777", "u1")]
+    store.correct([(rec, dict(rec["summary"], exit_code=9, outcome_reason="corrected"))])
+    hour = int(rec["start_time"]) // HOUR * HOUR
+    assert [t for t, *_ in store.rollups(("run",), hour, hour + HOUR)] == []
+    assert len(list(store.rollups(("run",), since, until))) == 30
+    check(store, since, until, expect_stored=True, save=True)
+    assert len(list(store.rollups(("run",), since, until))) == 31
 
 
 def test_merged_hours_give_the_report_of_every_record_influxdb(site, tmp_path):
@@ -298,3 +306,22 @@ def test_whole_days_are_read_from_one_rollup_each(kind, tmp_path, request):
                          "AND hour >= ? AND hour < ?", (day0, day0 + 3 * 86400))
     check(store, since, until, expect_stored=True,
           claims=("mallory",) if kind == "local" else ())
+
+
+def test_a_scheduler_whose_accounting_fails_is_said_once_and_not_asked_again(tmp_path):
+    """A report reads and settles an hour at a time: where the scheduler's accounting
+    fails (here its sacct program exits 1 and says nothing), it says so once, not for each
+    of the 30 hours, and the report counts the runs as stored (unconfirmed)."""
+    import os
+    path = str(tmp_path / "s.db")
+    write(lambda: LocalStore(path), varied())
+    site = tmp_path / "site.toml"
+    site.write_text('[slurm]\naccounting = "sacct"\nsacct = "/bin/false"\n')
+    env = dict(os.environ, JOBMON_CONFIG=str(site))
+    r = jobmon("report", f"--store={path}", f"--since={iso(T0)}",
+               f"--until={iso(T0 + 31 * HOUR)}", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    said = [x for x in r.stderr.splitlines() if "the scheduler's accounting" in x]
+    assert len(said) == 1 and "outcomes as stored" in said[0], r.stderr
+    m = json.loads(r.stdout)
+    assert m["total"]["unconfirmed"] == m["jobs"] - 1 > 200     # all but u1's confirmed job

@@ -83,21 +83,24 @@ def site_config():
         return None   # open_store() says what is wrong where it matters
 
 
-def for_reader(st, records, scheduler=True, write=True):
+def for_reader(st, records, scheduler=True, write=True, failed=None):
     """A reader's records (`jobmon report`, `jobmon pilot`) with what the node's `jobmon
     reconcile` has not written yet applied in memory -- and written back into an embedded
     store where the reader may (and `write`). scheduler False: cut-short runs folded,
-    nobody asked."""
+    nobody asked. failed: a set kept over a reader's calls (an hour's records each): the
+    schedulers whose accounting failed, said once and not asked again."""
     from ..report import reconcile as rc
     influx = isinstance(st, FriendlyStore)
     # InfluxDB: the summaries written before reconciliation are left as they are
     todo = [r for r in records if rc.needs(r, unmarked=not influx)]
     if not todo:
         return records
-    sources = None if scheduler else dict.fromkeys(rc.SCHEDULERS)
+    sources = dict.fromkeys(rc.SCHEDULERS if not scheduler else failed or ()) or None
     plan = rc.plan(st, todo, site_config(), sources=sources, final_without_source=False)
     for e in plan.errors:
         typer.echo(f"jobmon: the scheduler's accounting: {e} (outcomes as stored)", err=True)
+    if failed is not None:
+        failed.update(plan.unavailable)
     if write and not influx:
         write_local(st, [w for w in plan.writes if w[1].get("reconciled")
                          or w[1].get("cut_short")])

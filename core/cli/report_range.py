@@ -70,10 +70,11 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
     # hourly rollups where the store has them, the rest read an hour at a time
     # (jobmon.report.rollup) and settled as the scheduler says; an embedded store keeps
     # the hours read for the next report
-    st = open_store(store)
+    st, failed = open_store(store), set()
     model = rollup.Report(st, by, lim, argv_text(user), save=True,
                           accounts=pilot_accounts(site_config()),
-                          settle=lambda records: for_reader(st, records, scheduler)).read(
+                          settle=lambda records: for_reader(st, records, scheduler,
+                                                            failed=failed)).read(
         t0, t1).model(t0 if since else None, t1, top)
     from ..report import acted
     model["actions"] = acted.summarize(st.actions(since=asked), by, asked, t1, argv_text(user),

@@ -55,9 +55,11 @@ def register(app):
         from .reading import for_reader
         # settled as jobmon report settles the hours it reads (the scheduler's word that
         # jobmon reconcile has not written yet); rolled up again until it is in
+        failed = set()
         made, runs = rollups.make(reader, t0, t1, save, cfg["report"],
                                   accounts=pilot_accounts(cfg),
-                                  settle=lambda records: for_reader(reader, records))
+                                  settle=lambda records: for_reader(reader, records,
+                                                                    failed=failed))
         if store is None and cfg.uses_influxdb:
             transport.close()
         typer.echo(f"jobmon: rolled up {made} hours ({runs:,} job runs) in "

@@ -13,10 +13,12 @@ nodes started in different hours counts once in each.
 Who keeps them: on the embedded store the report itself (it saves each past hour it read
 live); on InfluxDB `jobmon rollup`, run hourly by the site with write access (the
 report's readers may only read). A rollup counts the runs still running when it was
-made as running, and the runs no scheduler has vouched for yet as unconfirmed: a rollup
-of that hour is made again until they ended and the scheduler's word is in (or
-reconciliation gave up). Claims by other users are known, as a report over the records
-knows them, from the scheduler's stored word and the records of the same job in the hour.
+made as running, and the runs no scheduler has vouched for yet as unconfirmed: the
+report makes an hour again while runs in it were running, and the embedded store drops
+the rollups of the hours whose records it corrects; `jobmon rollup` makes one again until
+its runs ended and the scheduler's word is in (or reconciliation gave up). Claims by
+other users are known, as a report over the records knows them, from the scheduler's
+stored word and the records of the same job in the hour.
 
 Read side, standard library only.
 """
@@ -147,7 +149,7 @@ class Report:
         days = self._stored(DAILY, since, until)
         t, unmade = since, []
         for day in whole(since, until, DAY):
-            got = self._usable(days.get(day), day + DAY, DAILY)
+            got = self._usable(days.get(day), DAILY)
             if got:
                 self._hours(t, day)
                 self._add(day, day + DAY, *got)
@@ -171,17 +173,18 @@ class Report:
                 out.setdefault(t, {})[part] = text
         return out
 
-    def _usable(self, texts, end, prefix=""):
-        """A stored rollup of the time before `end`, unless the report would make it anew
-        (it keeps the rollups: while it may still change)."""
+    def _usable(self, texts, prefix=""):
+        """A stored rollup, unless the report would make it anew (it keeps the rollups:
+        while runs in it were running; a correction of the store's records drops those
+        of their hours)."""
         got = texts and prefix + "run" in texts and of_parts(texts, (self.by,), self.limits,
                                                              prefix, self.accounts)
-        return got if got and not (self.save and not settled(got[0], end)) else None
+        return got if got and not (self.save and got[0].running) else None
 
     def _hours(self, since, until):
         stored, t = self._stored("", since, until), since
         for h in whole(since, until):
-            got = self._usable(stored.get(h), h + HOUR)
+            got = self._usable(stored.get(h))
             if got:
                 self._live(t, h)
                 self._add(h, h + HOUR, *got)

@@ -194,11 +194,18 @@ class LocalStore(Sink, Store):
 
     def correct(self, writes):
         """Put reconciled summaries in place of what their records had (`jobmon
-        reconcile`): [(record, summary)], in one transaction."""
+        reconcile`): [(record, summary)], in one transaction; the rollups of their hours
+        and days go with it (the next report makes them again)."""
+        hours = {int(rec["start_time"] // 3600 * 3600) for rec, _s in writes
+                 if rec.get("start_time") is not None}
         with self.db:
             self.db.executemany("UPDATE runs SET summary = ?, end_time = ? WHERE id = ?",
                                 [(dumps(s), s.get("end_time"), rec["_row"])
                                  for rec, s in writes])
+            if hours and self._report_schema():
+                self.db.executemany("DELETE FROM rollups WHERE hour = ? OR (hour = ? AND "
+                                    "part LIKE 'd:%')", [(h, h // 86400 * 86400)
+                                                         for h in sorted(hours)])
 
     def last_samples(self, record, last):
         """The `last` samples of one record, in time order."""
