@@ -353,9 +353,9 @@ SUMMARY_FIELDS = (
      "empty"),
     ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),
     ("mem_growth_bytes_per_hour", "bytes/h",
-     "what resident memory grew by per hour in the run's second half: the median slope "
-     "between every two of its samples there (Theil-Sen, at most 64 samples kept evenly "
-     "spaced over the run), so the start-up and a drop at the end leave it be"),
+     "what resident memory grew by per hour in the run's second half (the start-up left "
+     "out), without the samples that fall to its end (the exit's teardown): the median slope "
+     "between every two of them (Theil-Sen, at most 64 samples kept evenly spaced over the run)"),
     ("mem_rising", "count", "1 when resident memory rose steadily (a leak suspect): its peak "
      "came in the last fifth of the samples, and the line up to it fits them with R^2 >= 0.8 "
      "and rose by 25 % of its start over >= 10 samples"),

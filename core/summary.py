@@ -100,8 +100,17 @@ class Fold:
     def growth(self):
         """Bytes per hour that resident memory grew by in the run's second half: the median
         of the slopes between every two kept points there (Theil-Sen); None with fewer
-        than 3."""
-        pts = self.trend[len(self.trend) // 2:]
+        than 3. The exit's teardown is left out: the points at the end that only fall, below
+        where that fall began, up to a quarter of them (a busy machine lets the sampler look
+        seldom, and a few falling points turned a flat job's median into GiB/h lost)."""
+        pts, start = self.trend, len(self.trend) - 1
+        while start > 0 and pts[start - 1][1] >= pts[start][1]:
+            start -= 1
+        end = len(pts)
+        while end > start + 1 and pts[end - 1][1] < pts[start][1]:
+            end -= 1
+        pts = pts[:max(end, len(pts) - len(pts) // 4)]
+        pts = pts[len(pts) // 2:]
         slopes = sorted((b[1] - a[1]) / (b[0] - a[0]) for i, a in enumerate(pts)
                         for b in pts[i + 1:] if b[0] > a[0])
         if len(pts) < 3 or not slopes:

@@ -22,17 +22,50 @@ MiB, GiB = 1 << 20, 1 << 30
 # a byte figure in another unit than the policy's, a figure in exponent form, a unit that
 # disagrees with its figure, a duration with a needless decimal
 WRONG = re.compile(r"\d ?(?:[kKMGTP]B|[KMGTP])\b|\d[eE][-+]?\d|\b1 units\b|\d\.0 s\)")
-# a job that loads 150 MiB in its first moment, then reads and writes for 2.5 s at that
-# level: flat, whatever its first second did
-FLAT = ("import os, time\nb = bytearray(150 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
-        "t = time.time()\nwhile time.time() - t < 2.5:\n    os.urandom(1 << 16)\n"
-        "    time.sleep(0.01)")
-# a leak of 8 MiB every 0.1 s (80 MiB/s, 281.25 GiB/h, less on a busy machine); it writes
-# when it held how much to the file named by its argument, if any
-LEAK = ("import json, sys, time\nx = []\nt = time.time()\nlog = []\nwhile time.time() - t < 3:\n"
-        "    x.append(bytearray(8 << 20)); [x[-1].__setitem__(i, 1) for i in "
-        "range(0, 8 << 20, 4096)]; log.append((time.time(), 8 * len(x))); time.sleep(0.1)\n"
-        "if sys.argv[1:]:\n    open(sys.argv[1], 'w').write(json.dumps(log))")
+# a job that loads 150 MiB in its first moment, then reads and writes at that level for
+# 2.5 s and until the sampler has written 25 samples of that level (to the file named by
+# its argument): flat, whatever its first second did, and its exit's teardown a sample or
+# two among many however seldom a busy machine lets the sampler look
+FLAT = """
+import json, os, sys, time
+b = bytearray(150 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+def level():
+    if not os.path.exists(sys.argv[1]):     # no sample written yet
+        return 0
+    with open(sys.argv[1]) as f:
+        return sum(json.loads(s)["mem_resident_bytes"] >= 150 << 20 for s in f if s[-1] == "\\n")
+t = time.time()
+while time.time() - t < 2.5 or level() < 25:
+    os.urandom(1 << 16)
+    time.sleep(0.05)
+"""
+# a leak of 8 MiB every 0.1 s (80 MiB/s, 281.25 GiB/h), or, given a file the sampler
+# writes its samples to (argv[2]), 8 MiB a sample: a steady rise on every sampler's clock
+# however a busy machine delays either; it writes when it held how much to the file
+# named by argv[1], if any
+LEAK = """
+import json, os, sys, time
+def samples():
+    if not os.path.exists(sys.argv[2]):     # no sample written yet
+        return 0
+    with open(sys.argv[2]) as f:
+        return f.read().count("\\n")
+x, log = [], []
+t = time.time()
+while time.time() - t < 3:
+    x.append(bytearray(8 << 20))
+    for i in range(0, 8 << 20, 4096): x[-1][i] = 1
+    log.append((time.time(), 8 * len(x)))
+    if sys.argv[2:]:
+        n = samples()
+        while samples() == n:
+            time.sleep(0.01)
+    else:
+        time.sleep(0.1)
+if sys.argv[1:]:
+    open(sys.argv[1], "w").write(json.dumps(log))
+"""
 
 
 def test_size_is_binary_with_iec_names():
@@ -77,17 +110,41 @@ def test_growth_of_a_job_flat_after_its_first_second_is_near_zero():
     assert rising == 1 and growth == pytest.approx(10 * MiB * 3600, rel=0.01)
 
 
+def test_growth_leaves_the_exits_teardown_out():
+    """A busy machine lets the sampler look seldom: a flat job's six samples at its level,
+    then three of its exit's teardown, falling to the end. Over those few points the
+    median slope was -762 GiB/h; the teardown left out, 0. A leak's rate is its rate,
+    teardown or not; a job that shrinks over its run still reads shrinking."""
+    def trend(levels):
+        f = Fold()
+        for i, mib in enumerate(levels):
+            f.add({"elapsed_seconds": 0.1 * (i + 1), "mem_resident_bytes": mib * MiB,
+                   "procs": 1})
+        return f.mem_trend()
+    assert trend([20, 90] + [155] * 6 + [135, 90, 41]) == (0.0, 0)
+    assert trend([20, 90] + [155] * 6 + [135, 41, 41]) == (0.0, 0)
+    leak = [10 + 8 * i for i in range(20)]
+    assert trend(leak + [135, 90, 41]) == trend(leak) == (8 * MiB * 36000, 1)
+    growth, rising = trend([300 - 5 * i for i in range(40)])
+    assert growth == pytest.approx(-50 * MiB * 3600) and rising == 0
+
+
 def test_growth_of_real_jobs(tmp_path):
     truth = tmp_path / "held"
-    for name, argv in (("flat", py(FLAT)), ("leak", py(LEAK, str(truth)))):
-        r = jobmon_run(["--store=none", "--interval=0.1", f"--summary={tmp_path}/{name}.json"],
-                       argv)
+    samples = {name: tmp_path / f"{name}.jsonl" for name in ("flat", "leak")}
+    for name, argv in (("flat", py(FLAT, str(samples["flat"]))),
+                       ("leak", py(LEAK, str(truth), str(samples["leak"])))):
+        r = jobmon_run(["--store=none", "--interval=0.1", f"--summary={tmp_path}/{name}.json",
+                        f"--out={samples[name]}"], argv)
         assert r.returncode == 0, r.stderr
     flat = json.loads((tmp_path / "flat.json").read_text())
     leak = json.loads((tmp_path / "leak.json").read_text())
     # flat: within 64 MiB/h of nothing, a level of 150 MiB (it was GiB/h)
-    assert abs(flat["mem_growth_bytes_per_hour"]) < 64 * MiB, flat["mem_growth_bytes_per_hour"]
-    assert flat["mem_rising"] == 0
+    levels = [(x["elapsed_seconds"], x["mem_resident_bytes"] >> 20)
+              for x in map(json.loads, samples["flat"].open())]
+    assert abs(flat["mem_growth_bytes_per_hour"]) < 64 * MiB, (
+        flat["mem_growth_bytes_per_hour"], levels)
+    assert flat["mem_rising"] == 0, levels
     # the leak's rate over the run's second half, by its own clock: within 20 %
     half = leak["start_time"] + leak["wall_seconds"] / 2
     held = [(t, mib) for t, mib in json.loads(truth.read_text()) if t >= half]
