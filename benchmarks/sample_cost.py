@@ -4,9 +4,14 @@
 Runs as root (transient cgroups). For a 1-process and a 1000-process job it times the first
 read of each probe (it finds the processes: the procfs probe opens and reads every one) and
 then N reads with process_time() (user + kernel CPU of this process: the kernel work of
-generating memory.stat or smaps_rollup is charged to the reader), back to back or --spaced
-S seconds apart (as a sampler reads: the procfs probe then also spends its PSS budget), and
-prints a markdown table.
+generating memory.stat or smaps_rollup is charged to the reader), back to back or --spaced S
+seconds apart (as a sampler reads: the procfs probe then also spends its PSS budget), and
+prints a markdown table. "cgroup-v1 (a scheduler's)" reads the same cgroup as one jobmon did
+not make: no v2 cgroup beside it for PSI, so its threads' run-queue wait instead. With an
+older build first on PYTHONPATH it measures that build. Where the package has it, it also
+times the sampler's look for network file systems (probes/netfs.py: the job's pids, then
+each one's working directory and open files against the mount table), made at the first
+sample, 5 s later and every 60 s.
 
     sudo .venv/bin/python benchmarks/sample_cost.py [--reads 200] [--spaced 1]
 """
@@ -66,8 +71,19 @@ def cost(read, n, spaced=0.0):
     return first * 1e6, total / n * 1e6
 
 
+def look_cost(probe, n):
+    """(µs of the first look, which reads the mount table; µs per look of the n after it)."""
+    try:
+        from jobmon.probes.netfs import NetFs
+    except ImportError:          # a build without it
+        return None
+    look = NetFs()
+    return cost(lambda: look.look(probe.pids(), 0.0), n)
+
+
 def measure(n, mode, reads, spaced=0.0):
-    """(first read µs, µs per read) of `mode` on an n-process job; None if not here."""
+    """(first read µs, µs per read, look costs or None) of `mode` on an n-process job; None
+    if not here."""
     cg = None
     if mode.startswith("cgroup"):
         cg = cgroups.create(f"jobmon-bench-{os.getpid()}", prefer=int(mode[8]))
@@ -79,9 +95,12 @@ def measure(n, mode, reads, spaced=0.0):
         if mode == "psutil walk":
             read = psutil_walk(pid)
         else:
-            probe = select(cgroups=cg) if cg else select(root=os.getpid())
+            job = cg
+            if "scheduler" in mode:   # a cgroup jobmon did not make: no v2 cgroup beside it
+                job = cgroups.JobCgroups(1, cg.dirs)   # (PSI): its threads' run-queue wait
+            probe = select(cgroups=job) if cg else select(root=os.getpid())
             read = probe.read
-        return cost(read, reads, spaced)
+        return cost(read, reads, spaced) + (look_cost(probe, 20) if probe else None,)
     finally:
         if probe is not None:
             probe.close()
@@ -129,7 +148,8 @@ def main():
     ap.add_argument("--sizes", default="1,1000")
     ap.add_argument("--spaced", type=float, default=0.0, metavar="S",
                     help="seconds between reads (default 0: back to back)")
-    ap.add_argument("--modes", default="cgroup-v1,cgroup-v2 (cpu only here),procfs,psutil walk")
+    ap.add_argument("--modes", default="cgroup-v1,cgroup-v1 (a scheduler's),"
+                    "cgroup-v2 (cpu only here),procfs,psutil walk")
     a = ap.parse_args()
     rows = []
     for n in (int(x) for x in a.sizes.split(",")):
@@ -138,14 +158,21 @@ def main():
             got = measure(n, mode, reads, a.spaced)
             if got is None:
                 continue
-            first, us = got
-            rows.append((n, mode, first, us, us / n))
+            first, us, looks = got
+            rows.append((n, mode, first, us, us / n, looks))
             print(f"{n:5d} processes  {mode:26s} first {first:10.1f} µs  {us:10.1f} µs/sample  "
                   f"{us / n:8.2f} µs/process", file=sys.stderr)
     print("| processes | probe | first read µs | µs per sample | µs per process |")
     print("|---|---|---|---|---|")
-    for n, mode, first, us, per in rows:
+    for n, mode, first, us, per, _ in rows:
         print(f"| {n} | {mode} | {first:.0f} | {us:.1f} | {per:.2f} |")
+    if any(r[5] for r in rows):
+        print("\n| processes | probe | first look µs | µs per look | µs per sample at 1 s |")
+        print("|---|---|---|---|---|")
+        for n, mode, _, _, _, looks in rows:
+            if looks:   # one look a minute after the first two
+                print(f"| {n} | {mode} | {looks[0]:.0f} | {looks[1]:.1f} | "
+                      f"{looks[1] / 60:.2f} |")
 
 
 if __name__ == "__main__":

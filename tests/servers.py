@@ -85,12 +85,12 @@ class Influx:
                                        auth="true" if auth else "false"))
         self.proc = None
 
-    def start(self):
+    def start(self, timeout=20):
         self.log = open(os.path.join(self.dir, "influxd.log"), "ab")
         self.proc = subprocess.Popen(["influxd", "-config", self.conf], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      preexec_fn=_die_with_parent)
-        _wait_http(self.url + "/ping", self.proc)
+        _wait_http(self.url + "/ping", self.proc, timeout)
         return self
 
     def stop(self):

@@ -9,11 +9,12 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
-from helpers import PYTHON, TEST_USER, needs_test_user, root, shared_tmpdir
+from helpers import JOBMON, PYTHON, TEST_USER, needs_test_user, root, shared_tmpdir
 from schedd_recorder import HOLD, RecordedSchedd, job_ad
 from test_report_card import fake_mailer
 
@@ -269,3 +270,72 @@ def test_the_read_service_shows_a_user_the_actions_on_their_jobs_alone(pool):
     finally:
         service.close()
         munged.close()
+
+
+def test_jobmon_act_leaves_jobs_it_cannot_ask_about_alone_and_exits_75(pool):
+    """[condor] schedd names a schedd no collector knows: every idle job is left alone and
+    said so, and the exit status (75) asks the site's timer to try again."""
+    env = dict(pool.env, JOBMON_CONFIG=pool.act_config, JOBMON_CONDOR_SCHEDD="ap09.example.org")
+    r = pool.jobmon("act", check=False, env=env)
+    assert r.returncode == 75, r.stdout + r.stderr
+    assert re.search(r"^jobmon act: \d idle job\(s\): \d with their scheduler unavailable$",
+                     r.stdout, re.M), r.stdout
+    assert "  job 6.0: unavailable: schedd ap09.example.org: " in r.stdout, r.stdout
+    assert r.stderr.startswith("jobmon act: schedd ap09.example.org: "), r.stderr
+    r = pool.jobmon("act", "--dry-run", "--json", check=False, env=env)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 75 and doc["mode"] == "dry-run" and not doc["recorded"], doc
+    assert {d["decision"] for d in doc["decisions"]} == {"unavailable"}, doc
+
+
+def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
+    """Two schedds' idle 4711.0 of the test user, sampled into one embedded store (no
+    InfluxDB): `jobmon act --store` through the local schedd, which knows its own 4711.0
+    alone, warns and holds that one; `jobmon query` shows each schedd's job its own."""
+    from jobmon import config
+    from jobmon.actions import actor
+    from jobmon.actions.condor import Condor
+    from jobmon.actions.records import LocalWriter
+    from jobmon.stores.local import LocalStore
+    from test_condor_wrapper import Starter
+    site = ('[condor]\ninterval = 0.2\nmin_interval = 0.05\n[actions]\nmode = "on"\n'
+            f'resources = "cores"\nidle_seconds = {IDLE}\ngrace_seconds = {IDLE}\n'
+            'warn = "none"\n')
+    gids = {s: f"{s}.example.org#4711.0#1795333950" for s in ("ap01", "ap02")}
+    starters, procs = {}, {}
+    for s, gid in gids.items():
+        starters[s] = Starter(site=site, Owner=f'"{TEST_USER}"', ClusterId="4711",
+                              GlobalJobId=f'"{gid}"').prepare()
+        starters[s].env.update(PATH="/usr/bin:/bin", JOBMON_STORE=starters["ap01"].store)
+        procs[s] = starters[s].popen_prepared([PYTHON, "-c", SLEEP])
+    path = starters["ap01"].store
+    cfg = config.load(starters["ap01"].config)
+    schedd = RecordedSchedd(monkeypatch, [job_ad(starters["ap01"].job_ad_text, ClusterId=4711,
+                                                 GlobalJobId=gids["ap01"], Owner=TEST_USER)])
+    try:
+        kinds, deadline = [], time.monotonic() + 60
+        while not os.path.exists(path):   # made by the jobs' user: never first by root
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        while kinds[-1:] != ["act"]:
+            assert time.monotonic() < deadline, kinds
+            st = LocalStore(path)
+            done = actor.run_pass(cfg, st, {"htcondor": Condor(schedd=schedd.schedd)},
+                                  LocalWriter(st))
+            kinds += [d.kind for d in done.decisions]
+            time.sleep(0.3)
+        assert "warn" in kinds and set(kinds) <= {"busy", "warn", "grace", "act"}, kinds
+        [call] = schedd.acts()
+        assert f'GlobalJobId == "{gids["ap01"]}"' in call[2]
+    finally:
+        for s, p in procs.items():
+            starters[s].hard_kill(p, vacate=10)
+
+    def shown(job):
+        r = subprocess.run([JOBMON, "query", job, "--json", "--no-scheduler",
+                            f"--store={path}"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return [(a["action"], a["schedd"]) for a in json.loads(r.stdout)["actions"]]
+    assert shown("ap01.example.org#4711.0") == [("warn", "ap01.example.org"),
+                                                ("hold", "ap01.example.org")]
+    assert shown("ap02.example.org#4711.0") == []

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import JOBMON, as_user, shared_tmpdir
+from helpers import JOBMON, PYTHON, as_user, shared_tmpdir
 from slurm.common import SBIN_PATH
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -43,9 +43,10 @@ def act(site, **actions):
     return {d["job"]: d["decision"] for d in doc["decisions"]}, doc
 
 
-def acting(site, **actions):
-    """{job: decision} of one pass, but the jobs over (their last samples are still recent)."""
-    return {j: d for j, d in act(site, **actions)[0].items() if d != "gone"}
+def acting(site, jobs, **actions):
+    """{job: decision} of one pass for `jobs` (those over, whose last samples are still
+    recent, are decided on too: gone, or unconfirmed for a claim)."""
+    return {j: d for j, d in act(site, **actions)[0].items() if j in map(str, jobs)}
 
 
 def idle_for(site, jobs, seconds=IDLE, timeout=120, grace=False):
@@ -65,6 +66,23 @@ def idle_for(site, jobs, seconds=IDLE, timeout=120, grace=False):
             return
         assert time.monotonic() < deadline, idle
         time.sleep(0.5)
+
+
+# another user's spool file claiming a Slurm job: an idle record of that job, as if its
+# sampler had written it (the shipper tags it with the file's owner, jobmon-test2)
+FORGED = r"""
+import sys, time
+from jobmon import config
+from jobmon.sinks.spool import SpoolSink
+sink = SpoolSink(config.load()["spool"]["dir"])
+sink.open({"job": sys.argv[1], "host": "h", "user": "jobmon-test2", "method": "procfs",
+           "start_time": time.time() - 10, "tags": {}, "command": ["sleep", "300"],
+           "interval": 1.0, "scheduler": "slurm", "run": 1})
+now = time.time_ns()
+for k in range(5):
+    sink.write({"time": now - (4 - k) * 10**9, "elapsed_seconds": 6.0 + k, "procs": 1,
+                "method": "procfs", "cpu_user_seconds": 0.0, "cpu_idle_seconds": 6.0 + k})
+"""
 
 
 def state(site, job, wanted=None, timeout=60):
@@ -89,7 +107,8 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
     site, c = jobmon_slurm, jobmon_slurm.cluster
     warn_dir = shared_tmpdir("jobmon-act-warn-")
     os.chmod(warn_dir, 0o755)       # root writes, each user reads their own files
-    # a job without jobmon's sampler; another user's idle `jobmon run` claims its id
+    # a job without jobmon's sampler; another user claims its id: an idle `jobmon run`
+    # under it, and a spool file of theirs that says it is the Slurm job's record
     site.write_config(enabled=False)
     claimed = c.submit(SLEEP)
     c.wait_running(claimed)
@@ -101,9 +120,11 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         c.wait_running(held)
+        subprocess.run(as_user([PYTHON, "-c", FORGED, str(claimed)], "jobmon-test2"),
+                       env=site.env(), check=True)
         idle_for(site, [held, claimed])
         got, _ = act(site)
-        assert got == {str(held): "warn"}      # the claim is no Slurm job's record
+        assert got == {str(held): "warn", str(claimed): "unconfirmed"}
         [warning] = os.listdir(warn_dir)
         path = os.path.join(warn_dir, warning)
         assert warning == f"jobmon-warning-{held}.txt"
@@ -121,7 +142,7 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
         got, _ = act(site, max_per_hour=0)
         assert got[str(held)] == "limited" and state(site, held)[0] == "RUNNING"
         got, doc = act(site)
-        assert got == {str(held): "act"}
+        assert got == {str(held): "act", str(claimed): "unconfirmed"}
         held_state = ("PENDING", "job_requeued_in_held_state")
         assert state(site, held, held_state) == held_state     # after COMPLETING
         assert state(site, claimed)[0] == "RUNNING"
@@ -153,11 +174,11 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
         c.wait_running(opted)
         c.wait_running(cancelled)
         idle_for(site, [cancelled, opted])
-        assert acting(site, slurm_action="cancel") == {str(cancelled): "warn",
-                                                       str(opted): "opted-out"}
+        assert acting(site, [cancelled, opted], slurm_action="cancel") == {
+            str(cancelled): "warn", str(opted): "opted-out"}
         idle_for(site, [cancelled], grace=True)
-        assert acting(site, slurm_action="cancel") == {str(cancelled): "act",
-                                                       str(opted): "opted-out"}
+        assert acting(site, [cancelled, opted], slurm_action="cancel") == {
+            str(cancelled): "act", str(opted): "opted-out"}
         c.wait_done(cancelled)
         assert c.states(cancelled)[str(cancelled)]["State"].startswith("CANCELLED")
         assert state(site, opted)[0] == "RUNNING"
@@ -168,3 +189,25 @@ def test_idle_slurm_jobs_are_warned_then_requeued_held_or_cancelled(jobmon_slurm
     finally:
         c.scancel(str(opted), str(cancelled))
         c.wait_done(opted)
+
+
+def test_a_job_that_may_not_be_requeued_is_recorded_failed_and_left_alone(jobmon_slurm):
+    """sbatch --no-requeue: scontrol requeuehold refuses it; the refusal is the action's
+    recorded outcome, the job runs on, and no later pass tries again in its idle stretch."""
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    configure(site, shared_tmpdir("jobmon-act-warn-"))
+    job = c.submit(SLEEP, no_requeue=True)
+    try:
+        c.wait_running(job)
+        idle_for(site, [job])
+        assert acting(site, [job], warn="none") == {str(job): "warn"}
+        idle_for(site, [job], grace=True)
+        assert acting(site, [job], warn="none") == {str(job): "act"}
+        [tried] = [r for r in actions(site, job) if r["action"] == "requeuehold"]
+        assert tried["outcome"].startswith(f"failed: requeuehold of job {job}: exit 1:"), tried
+        assert "disabled" in tried["outcome"], tried
+        assert acting(site, [job], warn="none") == {str(job): "done"}
+        assert state(site, job)[0] == "RUNNING"
+    finally:
+        c.scancel(str(job))
+        c.wait_done(job)

@@ -263,9 +263,9 @@ def test_multi_node_run_has_a_series_per_host_and_request_lines(tmp_path, browse
                      [s[field] for s in written[gpu_host]])
     levels = {(p, s["label"]): {y for _x, y in s["points"]}
               for p in ("cpu", "memory") for s in plots[p] if s.get("level")}
-    assert levels == {("cpu", "requested"): {4}, ("cpu", "allocated"): {8},
-                      ("memory", "requested"): {2048 * MiB},
-                      ("memory", "allocated"): {4096 * MiB}}
+    assert levels == {("cpu", "requested per node"): {4}, ("cpu", "allocated per node"): {8},
+                      ("memory", "requested per node"): {2048 * MiB},
+                      ("memory", "allocated per node"): {4096 * MiB}}
     labels = [s["label"] for s in plots["cpu"]]
     assert labels[:3] == [f"{h} cores used" for h in HOSTS]
     # zooming one plot zooms them all; hovering shows each series' value in every legend
@@ -285,6 +285,41 @@ def test_multi_node_run_has_a_series_per_host_and_request_lines(tmp_path, browse
     assert browser.evaluate("document.querySelectorAll('#section-runs tr').length") == 3
     assert browser.evaluate("document.querySelectorAll('b').length") == \
         browser.evaluate("document.querySelectorAll('ul.tags b').length")   # no host's <b>
+
+
+def test_a_multi_node_jobs_level_lines_are_a_nodes_never_the_jobs_beside_a_nodes():
+    """Each node is its own series, so each line is a node's figure: the two-node Slurm job
+    (sacct: 2 CPUs requested and allocated, 1000 MiB; each node 1 core, 500 MiB) showed
+    'requested 2' (the job's, from sacct) beside 'allocated 1' (a node's)."""
+    node = {"cores_allocated": 1, "mem_allocated_bytes": 500 * MiB, "mem_requested_bytes": None}
+    rep = {"header": {"tags": {"node": "node02"}}, "summary": {},
+           "hosts": [dict(node, host="node02"), dict(node, host="node02b")],
+           "scheduler": {"allocation": {"cores_requested": 2, "cores_allocated": 2,
+                                        "mem_requested_bytes": 500 * MiB,
+                                        "mem_allocated_bytes": 1000 * MiB},
+                         "max_rss_bytes": 3 * MiB}}
+    lines = {p: [(x["label"], x["value"]) for x in v] for p, v in html.references(rep).items()}
+    assert lines == {"cpu": [("allocated per node", 1)],
+                     "memory": [("allocated per node", 500 * MiB), ("Slurm MaxRSS", 3 * MiB)]}
+    one = dict(rep, hosts=[], summary=dict(node, cores_requested=1))   # one node: the job's
+    lines = {p: [(x["label"], x["value"]) for x in v] for p, v in html.references(one).items()}
+    assert lines["cpu"] == [("requested", 1), ("allocated", 1)]
+    assert lines["memory"][:2] == [("requested", 500 * MiB), ("allocated", 500 * MiB)]
+
+
+def test_a_multi_node_jobs_memory_is_named_as_its_nodes_measured_it(tmp_path):
+    """Slurm's sampler does not reap the job: its nodes' peaks are sampled, sized by the
+    kernel's peak. The two-node job's page called the largest node's sampled figure the
+    'resident peak' that takes each reaped process's VmHWM."""
+    store = str(tmp_path / "s.db")
+    for i, host in enumerate(("node01", "node01b")):
+        write_synthetic_job(LocalStore(store), "41", host, 1_700_000_000.0 + 0.2 * i, 10,
+                            run=1, seed=i, scheduler="slurm",
+                            summary={"mem_sizing_basis": "kernel"})
+    memory = [m["name"] for m in build_report(store, "41")["memory"]]
+    assert memory[:2] == ["resident peak, sampled (largest node)",
+                          "charged peak, sampled (largest node)"], memory
+    assert "kernel peak (cgroup) (largest node)" in memory
 
 
 @needs_chromium
@@ -443,7 +478,7 @@ def test_allocation_and_efficiency_from_the_summary(tmp_path, browser):
     assert r.returncode == 0, r.stderr
     plots, problems = load(browser, multi)
     assert problems == []
-    assert levels_of(plots, "cpu")["allocated"]
+    assert levels_of(plots, "cpu") == {"requested per node": {4}, "allocated per node": {6}}
     rows = browser.evaluate("[...document.querySelectorAll('#section-hosts tr')]"
                             ".map(r => [...r.children].map(c => c.textContent))")
     at = rows[0].index("CPU eff.")

@@ -9,6 +9,7 @@ from jobmon.influx import grammar, schema
 from jobmon.ship.health import metrics_lines
 from jobmon.ship.lines import LineReader
 from jobmon.ship.state import REASONS, State
+from jobmon.stores.influx import InfluxStore
 
 COLUMNS_PER_TABLE = 500      # InfluxDB 3 Core and Enterprise (docs: "Limits")
 
@@ -46,7 +47,9 @@ def tables(tmp_path):
     state.last_success = 1.0
     for reason in REASONS:
         state.lose("someone", reason, 1, 2, 1)
-    for line in metrics_lines(state, "wn1", "c1", {0: 10}, 1, 10**18).splitlines():
+    lines = metrics_lines(state, "wn1", "c1", {0: 10}, 1, 10**18)
+    lines += InfluxStore.rollup_lines(1_700_000_000, [("run", "-", "{}"), ("batch", "ab12", "[]")])
+    for line in lines.splitlines():
         m, tags, fields = keys(line)
         t, f = out.setdefault(m, (set(), set()))
         t.update(tags)
@@ -56,7 +59,8 @@ def tables(tmp_path):
 
 def test_every_table_fits_the_column_budget_with_no_tag_named_like_a_field(tmp_path):
     got = tables(tmp_path)
-    assert set(got) == {schema.SAMPLE, schema.JOB, schema.PROCS, schema.SHIPPER}
+    assert set(got) == {schema.SAMPLE, schema.JOB, schema.PROCS, schema.SHIPPER, schema.ACTION,
+                        schema.ROLLUP}
     assert {"reason", "user"} <= got[schema.SHIPPER][0] and got[schema.SHIPPER][1]
     assert budget_problems(got) == []
 

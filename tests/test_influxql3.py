@@ -96,6 +96,11 @@ def store_calls(store):
         "breakdowns": lambda: (store.breakdowns(record), store.breakdowns(record, last=3)),
         "job": lambda: store.job("4242", user="alice"),
         "unreconciled": lambda: (store.unreconciled(), store.unreconciled(0.0, "wn1")),
+        "latest": lambda: store.latest(time.time() - 600),
+        "actions": lambda: (store.actions(), store.actions(0.0, ["4242"])),
+        "rollups": lambda: (list(store.rollups(("run", "by:user"), time.time() - 3 * 86400,
+                                               time.time())),
+                            list(store.rollups(("batch",), 0, 3600, keys=["a1b2"]))),
     }
 
 
@@ -115,13 +120,15 @@ def test_every_query_jobmon_sends_runs_on_influxdb3(tmp_path):
         for call in calls.values():
             call()
         for argv in (["query", "--json", "4242"], ["query", "4242", "--user", "alice"],
-                     ["list"], ["report", "--since", "30d", "--json"],
+                     ["list"], ["report", "--since", "2d", "--json"], ["rollup", "--since=1d"],
                      ["report", "4242", "--html", str(tmp_path / "r.html")],
                      ["pilot", "4242", "--json"], ["reconcile", "--json"]):
             node.jobmon(*argv, check=False)
         sent = [r.params["q"] for r in server.queries()]
         assert {q.split('FROM "')[1].split('"')[0] for q in sent} >= {
-            "jobmon_job", "jobmon_sample", "jobmon_procs"}
+            "jobmon_job", "jobmon_sample", "jobmon_procs", "jobmon_rollup"}
+        assert any(line.startswith("jobmon_rollup,") for r in server.writes()
+                   for line in r.lines())
         for q in sent:
             parse(q)
     finally:

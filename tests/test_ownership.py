@@ -228,8 +228,9 @@ SCHEDDS = {"ap01.example.org": (GID, 0.3),                      # the history's 
            "ap02.example.org": ("ap02.example.org#4711.0#1760000001", 1.0)}
 
 
-def two_schedds_runs(config_text, store=None):
-    """A's 4711.0 of each schedd, at once on one node (two slots), busy 0.3 s and 1.0 s."""
+def start_two_schedds(config_text, store=None, job=None):
+    """A's 4711.0 of each schedd started at once on one node (two slots), running `job`
+    (default: busy 0.3 s and 1.0 s); (their wrappers, their starters)."""
     from test_condor_wrapper import Starter
     procs, starters = [], []
     for schedd, (gid, seconds) in SCHEDDS.items():
@@ -238,8 +239,14 @@ def two_schedds_runs(config_text, store=None):
         st.prepare()
         if store:
             st.env["JOBMON_STORE"] = store
-        procs.append(st.popen_prepared(busy(seconds), stdin=subprocess.DEVNULL))
+        procs.append(st.popen_prepared(job or busy(seconds), stdin=subprocess.DEVNULL))
         starters.append(st)
+    return procs, starters
+
+
+def two_schedds_runs(config_text, store=None):
+    """A's 4711.0 of each schedd, at once on one node, run to their end."""
+    procs, starters = start_two_schedds(config_text, store)
     for p in procs:
         _out, err = p.communicate(timeout=60)
         assert p.returncode == 0, err
@@ -263,6 +270,10 @@ def check_two_jobs(env):
                        for s in rep["samples"])      # none of the other job's samples
     r = jobmon("report", "--json", "--since=1d", env=env)
     assert r.returncode == 0 and json.loads(r.stdout)["jobs"] == 2, r.stderr
+    r = jobmon("list", env=dict(env, COLUMNS="200"))     # each as `jobmon query` takes it
+    assert r.returncode == 0, r.stderr
+    assert sorted(w for line in r.stdout.splitlines()[2:] for w in line.split()[:1]
+                  if "4711" in w) == sorted(f"{s}#4711.0" for s in SCHEDDS)
 
 
 def test_two_schedds_4711_0_are_two_jobs(site):
@@ -294,4 +305,26 @@ def test_two_schedds_4711_0_in_the_embedded_store():
         st = two_schedds_runs(FAST, store)
         check_two_jobs(dict(os.environ, JOBMON_CONFIG=st.config, JOBMON_STORE=store))
     finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def test_jobmon_watch_asks_which_schedds_running_4711_0():
+    """While both schedds' 4711.0 run: `jobmon watch 4711.0` asks which (it showed the
+    latest started), `jobmon watch SCHEDD#4711.0` shows that one (it was 'not running')."""
+    where = shared_tmpdir("jobmon-schedds-")
+    procs = []
+    try:
+        store = os.path.join(where, "s.db")
+        procs, _ = start_two_schedds(FAST, store, [PYTHON, "-c", "import time; time.sleep(6)"])
+        args = ("--once", "--spool=none", f"--store={store}")
+        deadline = time.monotonic() + 30
+        while any(jobmon("watch", f"{s}#4711.0", *args).returncode for s in SCHEDDS):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+            time.sleep(0.3)
+        r = jobmon("watch", "4711.0", *args)
+        assert r.returncode == 1 and "2 schedds have a job '4711.0'" in r.stderr
+        assert "jobmon watch ap02.example.org#4711.0" in r.stderr
+    finally:
+        for p in procs:
+            p.communicate(timeout=60)
         shutil.rmtree(where, ignore_errors=True)

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from helpers import JOBMON, PYTHON, as_user, jobmon, needs_test_user, shared_tmpdir
+from helpers import (JOBMON, PYTHON, as_user, jobmon, needs_test_user, owned_by,
+                     shared_tmpdir)
 from test_condor_wrapper import FAST, WRAPPER, Starter
 
 pytestmark = [pytest.mark.root, needs_test_user]
@@ -36,7 +37,7 @@ def busy(seconds, code=0):
     return [PYTHON, "-c", BUSY.format(s=seconds, code=code)]
 
 
-def start_pilot(env, payload, cwd=None, payload_env=None, store=None):
+def start_pilot(env, payload, cwd=None, payload_env=None, store=None, pilot_id=PILOT):
     """A's pilot under `jobmon run`, 4 cores and 8 GiB, running `payload` (argv, in cwd,
     with payload_env: None, its own) as its own payload; returns (the process, the file
     that ends it)."""
@@ -47,7 +48,7 @@ def start_pilot(env, payload, cwd=None, payload_env=None, store=None):
     script = os.path.join(where, "pilot.py")
     with open(script, "w") as f:
         f.write(PILOT_SCRIPT)
-    argv = [JOBMON, "run", f"--job-id={PILOT}", "--interval=0.2", "--tag=CpusProvisioned=4",
+    argv = [JOBMON, "run", f"--job-id={pilot_id}", "--interval=0.2", "--tag=CpusProvisioned=4",
             "--tag=MemoryProvisioned=8192"] + ([f"--store={store}"] if store else []) + \
         ["--", PYTHON, script, spec, done]
     return subprocess.Popen(as_user(argv, A), env=env, cwd=where), done
@@ -128,3 +129,32 @@ def test_the_wrapper_run_by_hand_with_a_made_up_machine_ad_is_not_its_payload():
     assert (claim["job"], claim["run"]) == ("999.0", 1)
     text = jobmon("pilot", PILOT, f"--store={mine.store}", env=env).stdout
     assert f"999.0 run 1 by {B}" in text and f"101.0 run 1 by {A}" in text
+
+
+def test_another_users_run_under_the_pilots_job_id_is_not_the_pilot(site, tmp_path):
+    """A's pilot is HTCondor's 4711.0 (its history names A); afterwards B runs `jobmon run
+    --job-id 4711.0` with a payload of B's naming it. `jobmon pilot 4711.0` showed B's run
+    as the pilot (the newest record of the id) and B's payload as its goodput; it is A's
+    pilot, with A's payload, and `--user` shows a pilot of that user only."""
+    site.prepare()
+    pilot, done = start_pilot(site.env, [JOBMON, "run", "--job-id=payload-1",
+                                         "--interval=0.2", "--tag=pilot=4711.0",
+                                         "--tag=CpusProvisioned=1", "--"] + busy(0.3),
+                              pilot_id="4711.0")
+    end_pilot(pilot, done)
+    site.jobmon("run", "--job-id=4711.0", "--interval=0.2", "--tag=CpusProvisioned=4", "--",
+                JOBMON, "run", "--job-id=junk-payload", "--interval=0.2", "--tag=pilot=4711.0",
+                "--tag=CpusProvisioned=4", "--", *busy(0.5), user=B, cwd=shared_tmpdir())
+    site.ship()
+    reader = tmp_path / "reader.toml"       # where HTCondor's history says whose 4711.0 is
+    history = owned_by(A, "htcondor", "history")
+    with open(site.config) as f:
+        reader.write_text(f.read() + FAST + f'history = "{history}"\n')
+    env = dict(site.env, JOBMON_CONFIG=str(reader))
+    r = site.jobmon("pilot", "4711.0", "--json", env=env)
+    m = json.loads(r.stdout)
+    assert m["user"] == A and [(p["job"], p["user"]) for p in m["payloads"]] == \
+        [("payload-1", A)]
+    assert m["other_users"] == [] and "--user" not in r.stderr
+    r = site.jobmon("pilot", "4711.0", f"--user={B}", env=env, check=False)
+    assert r.returncode == 1 and f"no pilot '4711.0' in the store of user {B}" in r.stderr

@@ -2,8 +2,10 @@
 give them: the scheduler's word decides, a claim is never the job's, its account's or its
 pilot's, and a job's own say (an unsettled mark) is never read. The attacks themselves,
 with real users, shipper, InfluxDB, HTCondor's contract and Slurm: test_ownership.py."""
+import pytest
+
 from jobmon.report import aggregate, ownership
-from jobmon.report.pilot_records import own_payloads
+from jobmon.report.pilot_records import PilotNotFound, own_payloads, pilot_record
 from jobmon.serve.policy import Scope, account_of
 
 
@@ -76,3 +78,17 @@ def test_a_claim_is_no_accounts_for_its_coordinators_nor_a_pilots_payload():
     mine, _ = own_payloads(dict(pilot, user="osgpilot"),
                            [rec("osg07", job="4.0", pilot="pilot-1")], ("osg*", "osgpilot"))
     assert [r["job"] for r in mine] == ["4.0"]
+
+
+def test_a_claim_is_never_the_pilot_and_two_users_pilots_are_said():
+    """Newest first, as the stores give them: a claim under the pilot's id is skipped; two
+    users' unconfirmed runs of one id are named (--user picks one)."""
+    ann = rec("ann", job="pilot-1", scheduler="local")
+    claim = rec("ben", job="pilot-1", verdict=ownership.CLAIM, owner="ann")
+    assert pilot_record([claim, ann], "pilot-1") == (ann, [])
+    assert pilot_record([rec("ben", job="pilot-1", scheduler="local"), ann],
+                        "pilot-1")[1] == ["ann"]
+    assert pilot_record([claim, ann], "pilot-1", user="ann") == (ann, [])
+    with pytest.raises(PilotNotFound, match=r"^no pilot 'pilot-1' in the store "
+                       r"\(records by ben\)$"):
+        pilot_record([claim], "pilot-1")

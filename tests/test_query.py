@@ -48,9 +48,9 @@ JOBS = [   # job, start offset, host, CPU s, more
     ("47110.0", 20, "wn1", 4.0, dict(run=1)),                 # not of cluster 4711
     ("12345_0", 30, "wn1", 5.0, {}),
     ("12345_1", 40, "wn1", 6.0, {}),
-    ("777", 50, "wn1", 1.5, dict(run=0)),                      # 3 nodes
-    ("777", 50, "wn2", 1.5, dict(run=0)),
-    ("777", 50, "wn3", 1.5, dict(run=0)),
+    ("777", 50, "wn1", 1.5, dict(run=0, tags={"node": "wn1", "nodes": "3"})),   # 3 nodes
+    ("777", 50, "wn2", 1.5, dict(run=0, tags={"node": "wn2", "nodes": "3"})),
+    ("777", 50, "wn3", 1.5, dict(run=0, tags={"node": "wn3", "nodes": "3"})),
     ("9.0", 60, "wn1", 7.0, dict(run=1, tags={"GlobalJobId": "ap1#9.0#1700000000"})),
     ("9.0", 70, "wn2", 8.0, dict(run=1, tags={"GlobalJobId": "ap2#9.0#1700000099"})),
 ]
@@ -101,6 +101,7 @@ def test_cluster_and_array_cover_their_members_only(store_args):
 def test_multi_node_run_is_joined(store_args):
     rep = query(["777"] + store_args["args"], env=store_args["env"])
     assert rep["job"]["host"] == "wn1, wn2, wn3"
+    assert rep["job"]["tags"] == {"node": "wn1,wn2,wn3", "nodes": "3"}   # not the first's
     assert sorted(h["host"] for h in rep["hosts"]) == ["wn1", "wn2", "wn3"]
     assert rep["summary"]["cpu_user_seconds"] == pytest.approx(4.5)     # summed over nodes
     assert rep["summary"]["rss_peak_bytes"] == 3000                     # the largest node's

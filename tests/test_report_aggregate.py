@@ -4,6 +4,7 @@ wasters, suspects and goodput/badput -- every number checked by hand below."""
 import pytest
 
 from jobmon.report import aggregate as agg
+from jobmon.report.distribution import quantile
 from jobmon.report.job_efficiency import efficiency_of
 
 GiB, MiB, HOUR = 1 << 30, 1 << 20, 3600.0
@@ -49,10 +50,10 @@ RECORDS = [
 
 def test_quantiles_interpolate_between_ranks():
     xs = [50, 10, 40, 20, 30]
-    assert agg.quantile(xs, 0.1) == pytest.approx(14.0)   # position 0.4: 10 + 0.4 x 10
-    assert agg.quantile(xs, 0.5) == 30
-    assert agg.quantile(xs, 0.9) == pytest.approx(46.0)   # position 3.6: 40 + 0.6 x 10
-    assert agg.quantile([7], 0.9) == 7 and agg.quantile([], 0.5) is None
+    assert quantile(xs, 0.1) == pytest.approx(14.0)   # position 0.4: 10 + 0.4 x 10
+    assert quantile(xs, 0.5) == 30
+    assert quantile(xs, 0.9) == pytest.approx(46.0)   # position 3.6: 40 + 0.6 x 10
+    assert quantile([7], 0.9) == 7 and quantile([], 0.5) is None
     assert agg.distribution([None, 25.0, 100.0]) == {"n": 2, "p10": 32.5, "p50": 62.5,
                                                      "p90": 92.5}
 

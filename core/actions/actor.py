@@ -61,15 +61,20 @@ def run_pass(cfg, store, schedulers, writer, now=None, dry_run=False,
 
 
 def _describe(store, idle):
-    """Each running record with its description (tags: HTCondor's GlobalJobId)."""
+    """Each running record with its description (tags: HTCondor's GlobalJobId), matched by
+    its series' tags (two schedds' 4711.0 of one user on one node are two records)."""
     ids = sorted({job for _s, job in idle})
-    described = {(str(r.get("job")), r.get("host"), r.get("user"), str(r.get("run") or "")): r
+    described = {_key(r, (r.get("tags") or {}).get("schedd")): r
                  for r in store.records(JobRef(ids[0] if len(ids) == 1 else "", ids))}
     for group in idle.values():
         for row in group:
-            rec = described.get((str(row["job"]), row.get("host"), row.get("user"),
-                                 str(row.get("run") or "")))
+            rec = described.get(_key(row, row.get("schedd")))
             row["tags"] = (rec or {}).get("tags") or {}
+
+
+def _key(record, schedd):
+    return (str(record.get("job")), record.get("host"), record.get("user"),
+            str(record.get("run") or ""), schedd or None)
 
 
 def _decide(policy, idle, schedulers, history, accounts, out):

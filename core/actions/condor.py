@@ -61,8 +61,9 @@ class Condor(Scheduler):
         if not ids:
             return {}
         constraint = " || ".join(f"(ClusterId == {c} && ProcId == {p})" for c, p in ids)
+        schedd = self.schedd
         try:
-            ads = self.schedd.query(constraint, PROJECTION)
+            ads = schedd.query(constraint, PROJECTION)
         except Exception as e:
             raise ActionError(f"schedd {self.schedd_name}: {e}")
         out = {}

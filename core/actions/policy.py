@@ -97,7 +97,8 @@ def decide(policy, job, rows, live, same_job, history, accounts=()):
                  seen=seen, resources=",".join(sorted({x for i in idle
                                                        for x in i[1].split(",")})))
     mine = [a for a in history if bool(a.get("dry_run")) == policy.dry_run
-            and str(a.get("run") or "") in {str(r.get("run") or "") for r in own}
+            and (str(a.get("run") or ""), a.get("schedd") or None) in
+            {(str(r.get("run") or ""), r.get("schedd") or None) for r in own}
             and a["time"] / 1e9 >= started - CLOCK_SLACK]
     acted = [a for a in mine if a.get("action") in ACTS]
     if acted:

@@ -69,3 +69,4 @@ from . import serve; serve.register(app)  # noqa: E402,E702
 from . import doctor; doctor.register(app)  # noqa: E402,E702
 from . import reconcile; reconcile.register(app)  # noqa: E402,E702
 from . import act; act.register(app)  # noqa: E402,E702
+from . import rollup; rollup.register(app)  # noqa: E402,E702

@@ -3,6 +3,7 @@
 reconcile --all-hosts`: it reads every node's samples and may act on the schedulers'
 jobs. Never inside a job."""
 import json
+import os
 import shutil
 from typing import Optional
 
@@ -26,7 +27,10 @@ def open_for_actions(cfg, store_arg):
         from ..stores.influx import InfluxStore
         from .reading import FriendlyStore
         return FriendlyStore(InfluxStore.from_config(cfg)), InfluxWriter(cfg)
-    st = LocalStore(store_arg or store_path())
+    path = store_arg or store_path()
+    if not os.path.exists(path):       # made by the jobs' user, never here (as root)
+        raise typer.BadParameter(f"no jobmon store at {path}", param_hint="--store")
+    st = LocalStore(path)
     return st, LocalWriter(st)
 
 

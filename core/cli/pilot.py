@@ -18,6 +18,8 @@ def register(app):
             "record has no `validated` mark."),
         store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
                                             help="Store file (default: the embedded store)."),
+        user: Optional[str] = typer.Option(None, "--user", help="The pilot of this user, "
+                                           "where several ran one of its id."),
     ):
         """Partition a pilot's core-hours and GPU-hours: validation, decision problem,
         goodput, misconfiguration and preemption badput, pilot overhead."""
@@ -25,12 +27,18 @@ def register(app):
         from ..config_ownership import pilot_accounts
         from ..report.pilot_records import PilotNotFound, pilot_account
         from .reading import argv_text, for_reader, open_store, site_config
+        from ..printable import clean
         st = open_store(store)
         try:
             model = pilot_account(st, argv_text(pilot_id), validated_at,
                                   lambda recs: for_reader(st, recs),
-                                  pilot_accounts(site_config()))
+                                  pilot_accounts(site_config()), argv_text(user))
         except (PilotNotFound, ValueError) as e:
-            typer.echo(f"jobmon: {e}", err=True)
+            typer.echo(f"jobmon: {clean(str(e))}", err=True)
             raise typer.Exit(1)
+        if model["other_users"]:    # as jobmon query says of an id's runs
+            users = clean(", ".join(map(str, [model["user"]] + model["other_users"])))
+            typer.echo(f"jobmon: pilot {clean(pilot_id)!r} has runs by users {users}, none "
+                       "confirmed by the scheduler; showing the latest "
+                       f"({clean(str(model['user']))}); choose one with --user", err=True)
         typer.echo(render.to_json(model) if as_json else render.to_text(model), nl=as_json)

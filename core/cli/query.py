@@ -5,7 +5,7 @@ from typing import Optional
 import typer
 
 from ..printable import clean
-from .reading import argv_text, for_reader, open_store, site_config
+from .reading import argv_text, for_reader, one_schedd, open_store, site_config
 
 
 def breakdown_report(st, records, samples=()):
@@ -60,7 +60,7 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
                    f"only {len(claims)} claim(s) by other users ({_users(claims.values())}); "
                    "see one with --user", err=True)
         raise typer.Exit(1)
-    _one_schedd(job_id, mine)
+    one_schedd(job_id, mine, "query")
     jobs = runs_.by_job(mine)
     if ref.group and (len(jobs) > 1 or job_id not in jobs):
         return _acted(st, [_owned(_report(st, runs, None), *owned)
@@ -110,18 +110,6 @@ def _owned(rep, verdicts, claims, owners):
     rep["claims"] = [ownership.claim_row(c, known) for i, c in claims.items()
                      if c.get("job") == job and all(i != id(x) for x in shown)]
     return rep
-
-
-def _one_schedd(job_id, records):
-    """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
-    which (a GlobalJobId is one already)."""
-    from ..stores.ids import schedd_of
-    schedds = sorted({schedd_of(r) for r in records} - {None})
-    if len(schedds) > 1:
-        typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
-                   f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(
-                       f"jobmon query {s}#{job_id}" for s in schedds)), err=True)
-        raise typer.Exit(1)
 
 
 def _users(records):
@@ -234,4 +222,6 @@ def register(app):
     ):
         """List recent jobs, newest first."""
         from ..render.terminal import show_list
-        show_list(open_store(store).jobs(limit))
+        from ..stores.ids import typed_ids
+        jobs = open_store(store).jobs(limit)
+        show_list([dict(j, job=typed) for j, typed in zip(jobs, typed_ids(jobs))])

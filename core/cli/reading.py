@@ -49,18 +49,29 @@ class FriendlyStore:
         method = getattr(self.store, name)
 
         def call(*a, **kw):
-            from ..serve.client import ServiceDown, ServiceError
-            from ..stores.influx import InfluxError
-            try:
-                return method(*a, **kw)
-            except (InfluxError, ServiceError) as e:
-                typer.echo(f"jobmon: {e}", err=True)
-                if isinstance(e, ServiceDown):
-                    typer.echo("jobmon: jobs are read through this service here ([service] "
-                               "address in the configuration); ask the site's admins",
-                               err=True)
-                raise typer.Exit(1)
+            out = self.guarded(method, *a, **kw)
+            return self.guarded_items(out) if hasattr(out, "gi_frame") else out
         return call
+
+    def guarded_items(self, generator):
+        while True:
+            try:
+                yield self.guarded(next, generator)
+            except StopIteration:
+                return
+
+    @staticmethod
+    def guarded(fn, *a, **kw):
+        from ..serve.client import ServiceDown, ServiceError
+        from ..stores.influx import InfluxError
+        try:
+            return fn(*a, **kw)
+        except (InfluxError, ServiceError) as e:
+            typer.echo(f"jobmon: {e}", err=True)
+            if isinstance(e, ServiceDown):
+                typer.echo("jobmon: jobs are read through this service here ([service] "
+                           "address in the configuration); ask the site's admins", err=True)
+            raise typer.Exit(1)
 
 
 def site_config():
@@ -72,21 +83,24 @@ def site_config():
         return None   # open_store() says what is wrong where it matters
 
 
-def for_reader(st, records, scheduler=True, write=True):
+def for_reader(st, records, scheduler=True, write=True, failed=None):
     """A reader's records (`jobmon report`, `jobmon pilot`) with what the node's `jobmon
     reconcile` has not written yet applied in memory -- and written back into an embedded
     store where the reader may (and `write`). scheduler False: cut-short runs folded,
-    nobody asked."""
+    nobody asked. failed: a set kept over a reader's calls (an hour's records each): the
+    schedulers whose accounting failed, said once and not asked again."""
     from ..report import reconcile as rc
     influx = isinstance(st, FriendlyStore)
     # InfluxDB: the summaries written before reconciliation are left as they are
     todo = [r for r in records if rc.needs(r, unmarked=not influx)]
     if not todo:
         return records
-    sources = None if scheduler else dict.fromkeys(rc.SCHEDULERS)
+    sources = dict.fromkeys(rc.SCHEDULERS if not scheduler else failed or ()) or None
     plan = rc.plan(st, todo, site_config(), sources=sources, final_without_source=False)
     for e in plan.errors:
         typer.echo(f"jobmon: the scheduler's accounting: {e} (outcomes as stored)", err=True)
+    if failed is not None:
+        failed.update(plan.unavailable)
     if write and not influx:
         write_local(st, [w for w in plan.writes if w[1].get("reconciled")
                          or w[1].get("cut_short")])
@@ -102,3 +116,16 @@ def write_local(st, writes):
     except sqlite3.Error as e:
         return f"cannot write the store: {e}"
     return None
+
+
+def one_schedd(job_id, records, command):
+    """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
+    which (a GlobalJobId is one already)."""
+    from ..printable import clean
+    from ..stores.ids import schedd_of
+    schedds = sorted({schedd_of(r) for r in records} - {None})
+    if len(schedds) > 1:
+        typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
+                   f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(
+                       f"jobmon {command} {s}#{job_id}" for s in schedds)), err=True)
+        raise typer.Exit(1)

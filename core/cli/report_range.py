@@ -49,30 +49,36 @@ def limits():
 def report_range(since="7d", until=None, by="user", user=None, as_json=False, as_csv=False,
                  top=10, store=None, scheduler=True):
     from ..render import range_report
-    from ..report import aggregate, rightsize
+    from ..report import aggregate, rollup
     from .reading import argv_text, open_store
     if by not in aggregate.GROUP_KEYS:
         raise typer.BadParameter(f"{by!r}: one of {', '.join(aggregate.GROUP_KEYS)}",
                                  param_hint="--by")
-    if top < 1:
-        raise typer.BadParameter("give 1 or more", param_hint="--top")
+    if not 1 <= top <= aggregate.KEPT:
+        raise typer.BadParameter(f"give 1 to {aggregate.KEPT}", param_hint="--top")
     now = time.time()
-    t0 = parse_time(since, now, "--since") if since else None
-    t1 = parse_time(until, now, "--until") if until else None
-    if t0 is not None and t1 is not None and t1 <= t0:
+    asked = parse_time(since, now, "--since") if since else None
+    # jobs from the start of that hour: the hour's rollup serves it (jobmon.report.rollup)
+    t0 = asked // rollup.HOUR * rollup.HOUR if since else 0.0
+    t1 = parse_time(until, now, "--until") if until else now
+    if t1 <= t0:
         raise typer.BadParameter(f"{until!r} is not after --since {since!r}",
                                  param_hint="--until")
     lim = dict(limits(), top=top)
     from ..config_ownership import pilot_accounts
-    from ..report.job_efficiency import INPUTS
     from .reading import for_reader, site_config
-    st = open_store(store)
-    records = for_reader(st, st.summaries(t0, t1, argv_text(user), fields=INPUTS), scheduler)
-    accounts = pilot_accounts(site_config())
-    model = aggregate.aggregate(records, by, t0, t1 if t1 is not None else now, lim, accounts)
-    model["batches"] = rightsize.rightsize(aggregate.counted(records, accounts)[0], lim, top)
+    # hourly rollups where the store has them, the rest read an hour at a time
+    # (jobmon.report.rollup) and settled as the scheduler says; an embedded store keeps
+    # the hours read for the next report
+    st, failed = open_store(store), set()
+    model = rollup.Report(st, by, lim, argv_text(user), save=True,
+                          accounts=pilot_accounts(site_config()),
+                          settle=lambda records: for_reader(st, records, scheduler,
+                                                            failed=failed)).read(
+        t0, t1).model(t0 if since else None, t1, top)
     from ..report import acted
-    model["actions"] = acted.summarize(st.actions(since=t0), by, t0, t1, argv_text(user), top)
+    model["actions"] = acted.summarize(st.actions(since=asked), by, asked, t1, argv_text(user),
+                                       top)
     if as_json:
         typer.echo(range_report.to_json(model))
     elif as_csv:

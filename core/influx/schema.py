@@ -9,6 +9,7 @@ Measurements:
   jobmon_procs    the job's heaviest processes by command name, every [procs] every_seconds
   jobmon_shipper  the node shipper's own counters (shipped, dropped, quarantined)
   jobmon_action   `jobmon act`'s warnings and actions on idle jobs, one point each
+  jobmon_rollup   an hour's job runs aggregated, written by `jobmon rollup` (not spooled)
 """
 import json
 
@@ -20,6 +21,7 @@ JOB = "jobmon_job"
 SHIPPER = "jobmon_shipper"
 PROCS = "jobmon_procs"             # the per-process breakdown, every [procs] every_seconds
 ACTION = "jobmon_action"           # `jobmon act`'s (docs/actions.md); never in a spool file
+ROLLUP = "jobmon_rollup"           # an hour's job runs aggregated (jobmon.report.rollup)
 MEASUREMENTS = (SAMPLE, JOB, PROCS)   # what a spool file may hold
 # the raw series, in `influxdb.samples_database` when the site keeps them apart from the
 # summaries (a short retention for these, a long one for the rest: docs/influxdb3.md)

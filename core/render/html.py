@@ -195,10 +195,11 @@ def _num(v):
     return v
 
 
-def _lookup(rep, name):
+def _lookup(rep, name, per_node=False):
     """A request, allocation or recorded figure: from the end-of-job summary, else the
     largest of the nodes' summaries, else the model's other sections (the scheduler's
-    figures), else a "tag:" name from the job's tags (HTCondor's, in MB for memory)."""
+    figures), else a "tag:" name from the job's tags (HTCondor's, in MB for memory).
+    per_node: a node's own figure only (its summary, its tags), never the job's."""
     if name.startswith("tag:"):
         tag = name[4:]
         text = (rep["header"].get("tags") or {}).get(tag)
@@ -206,11 +207,11 @@ def _lookup(rep, name):
             return _num(float(text) * TAG_UNITS.get(tag, 1)) if text is not None else None
         except (TypeError, ValueError):
             return None   # an expression the job ad kept as text
-    value = _num((rep.get("summary") or {}).get(name))
+    value = None if per_node else _num((rep.get("summary") or {}).get(name))
     if value is None:
         values = [_num(x.get(name)) for x in rep.get("hosts") or [] if isinstance(x, dict)]
         value = max((v for v in values if v is not None), default=None)
-    if value is None:
+    if value is None and not per_node:
         sections = [v for k, v in rep.items() if isinstance(v, dict)
                     and k not in ("header", "summary")]
         sections += [x for v in list(sections) for x in v.values() if isinstance(x, dict)]
@@ -221,13 +222,16 @@ def _lookup(rep, name):
 
 def references(rep):
     """{plot id: [{label, value, color, dash}]}: the job's requests and allocations (and
-    the scheduler's recorded memory) as level lines."""
+    the scheduler's recorded memory) as level lines. A job on several nodes is plotted a
+    series per node, so its lines are a node's (the largest), never the job's total."""
     out = {}
     for plot, kind, names in REFERENCES:
+        per_node = bool(rep.get("hosts")) and kind != "recorded"
         found = next(((label, v) for name, label in names
-                      for v in [_lookup(rep, name)] if v is not None), None)
+                      for v in [_lookup(rep, name, per_node)] if v is not None), None)
         if found and found[1] > 0:
             color, dash = REFERENCE_STYLE[kind]
-            out.setdefault(plot, []).append({"label": found[0], "value": found[1],
-                                             "color": color, "dash": dash})
+            out.setdefault(plot, []).append({"label": found[0] + (" per node" if per_node
+                                                                  else ""),
+                                             "value": found[1], "color": color, "dash": dash})
     return out

@@ -7,20 +7,25 @@ runs: a step's record is left out (its job's own record holds its figures), and 
 records of a multi-node run are one run (runs.job_runs). A record's figures come from
 job_efficiency.efficiency_of (stored fields first, else computed from totals and tags).
 
+The runs of a range add up in a Rollup, which merges with another: counts and sums add,
+distributions are kept as {value: runs} (efficiencies have two decimals, so this is exact
+and bounded), top wasters and suspects as the first ones in the report's order. A report
+over weeks merges the hours' rollups (jobmon.report.rollup) instead of holding every run.
+
 Read side, standard library only.
 """
-import math
-
 from ..printable import size
 from . import job_efficiency, ownership
 from .canonical import BADPUT, GOODPUT
+from .distribution import Values, distribution
 from .runs import is_step, job_runs
 
 GROUP_KEYS = ("user", "group", "account", "site", "pool", "queue", "partition")
 NONE = "(none)"
 # thresholds and sizes; the CLI passes the config's [report] values over these
+KEPT = 100     # top wasters and suspects a rollup keeps: the most a report can list
 DEFAULTS = {
-    "top": 10,                      # top wasters shown
+    "top": 10,                      # top wasters shown (at most KEPT)
     "suspect_min_samples": 5,       # idle samples (CPU at ~0, GPUs at 0 %) before a suspect
     "idle_samples_percent": 50.0,   # ... and this share of its samples
     "suspects": 20,                 # suspects listed (the count covers all)
@@ -31,6 +36,7 @@ SUMS = ("wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_ho
 # the node reader's energy, summed per group from the summaries that have it (energy_jobs
 # of them: a node without a reader gives none): (sum, summary field, factor)
 ENERGY = (("energy_kwh", "energy_joules", 1 / 3.6e6), ("co2e_kg", "co2e_grams", 1e-3))
+SUMMED = SUMS + tuple(e[0] for e in ENERGY) + ("energy_jobs",)
 
 
 def group_key(record, by):
@@ -51,25 +57,6 @@ def group_key(record, by):
     if by == "pool" and record.get("cluster"):
         return str(record["cluster"])   # InfluxDB: the shipper's cluster tag
     return NONE
-
-
-def quantile(values, q):
-    """The q-quantile (0..1) of `values` by linear interpolation between the closest ranks
-    (numpy's default): sorted x[0..n-1], position q*(n-1). None for no values."""
-    xs = sorted(values)
-    if not xs:
-        return None
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def distribution(values):
-    """p10, p50, p90 and n of the known values."""
-    xs = sorted(v for v in values if v is not None)
-    return {"n": len(xs), "p10": quantile(xs, 0.1), "p50": quantile(xs, 0.5),
-            "p90": quantile(xs, 0.9)}
 
 
 def job_row(record, figures):
@@ -117,14 +104,15 @@ def suspicions(summary, figures, limits):
 
 
 class _Group:
+    FIELDS = ("jobs", "goodput", "badput", "unknown", "suspects", "unconfirmed", "local")
+
     def __init__(self, key):
         self.key = key
-        self.jobs = self.goodput = self.badput = self.unknown = 0
+        self.jobs = self.goodput = self.badput = self.unknown = self.suspects = 0
         self.unconfirmed = self.local = 0    # runs counted that no scheduler vouched for
-        self.sums = dict.fromkeys(SUMS + tuple(e[0] for e in ENERGY), 0.0)
+        self.sums = dict.fromkeys(SUMMED, 0.0)
         self.sums["energy_jobs"] = 0
-        self.cpu_eff, self.mem_eff = [], []
-        self.suspects = 0
+        self.cpu_eff, self.mem_eff = Values(), Values()
 
     def add(self, summary, figures, suspect, verdict=ownership.OWN):
         self.jobs += 1
@@ -144,11 +132,34 @@ class _Group:
             self.sums["energy_jobs"] += 1
         for k, field, factor in ENERGY:
             self.sums[k] += (summary.get(field) or 0.0) * factor
-        if figures.get("cpu_efficiency_percent") is not None:
-            self.cpu_eff.append(figures["cpu_efficiency_percent"])
-        if figures.get("mem_efficiency_percent") is not None:
-            self.mem_eff.append(figures["mem_efficiency_percent"])
+        for name, values in (("cpu_efficiency_percent", self.cpu_eff),
+                             ("mem_efficiency_percent", self.mem_eff)):
+            if figures.get(name) is not None:
+                values.add(figures[name])
         self.suspects += bool(suspect)
+
+    def merge(self, other):
+        for k in self.FIELDS:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for k in SUMMED:
+            self.sums[k] += other.sums[k]
+        self.cpu_eff.merge(other.cpu_eff)
+        self.mem_eff.merge(other.mem_eff)
+
+    def state(self):
+        """A plain form for storing (JSON): numbers and flat lists."""
+        return [[getattr(self, k) for k in self.FIELDS], [self.sums[k] for k in SUMMED],
+                self.cpu_eff.state(), self.mem_eff.state()]
+
+    @classmethod
+    def of_state(cls, key, state):
+        g = cls(key)
+        counts, sums, cpu, mem = state
+        for k, v in zip(cls.FIELDS, counts):
+            setattr(g, k, v)
+        g.sums = dict(zip(SUMMED, sums))
+        g.cpu_eff, g.mem_eff = Values.of(*cpu), Values.of(*mem)
+        return g
 
     def model(self):
         return dict({"key": self.key, "jobs": self.jobs, "goodput": self.goodput,
@@ -205,48 +216,116 @@ def counted(records, accounts=()):
     return keep, [r for r in records if verdicts[id(r)] == ownership.CLAIM], verdicts
 
 
+def _waster_order(w):
+    row = w[1]
+    return (-w[0], row["job"], row.get("start_time") or 0, row.get("host") or "")
+
+
+def _suspect_order(row):
+    return (-len(row["kinds"]), row["job"], row.get("start_time") or 0, row.get("host") or "")
+
+
+class Rollup:
+    """What a report over job runs needs of them, mergeable with another Rollup of other
+    runs (other hours): per group of each dimension in `dims` counts, sums and efficiency
+    distributions, the total, the runs still running, the top wasters, the suspects and
+    the claims by other users (the first KEPT of each in the report's order, and how many
+    suspects and claims), and each batch's tasks for the right-sizing
+    (jobmon.report.rightsize). accounts: the site's pilot accounts (ownership)."""
+
+    def __init__(self, limits=None, dims=GROUP_KEYS, accounts=()):
+        self.limits = dict(DEFAULTS, **(limits or {}))
+        self.dims, self.accounts = tuple(dims), tuple(accounts)
+        self.groups = {by: {} for by in self.dims}
+        self.total = _Group("all")
+        self.running = self.suspect_count = self.claim_count = 0
+        self.wasters, self.suspects = [], []       # [waste, job row]; job rows with why
+        self.claims = []                           # ownership.claim_row, in time order
+        self.tasks = {}                            # batch -> {job id: task}
+
+    def add(self, records):
+        """Add records read together: a claim is known from the scheduler's stored word
+        and from the other records of its job among them (ownership.settle)."""
+        from . import rightsize
+        records, claims, verdicts = counted(records, self.accounts)
+        owners = ownership.known_owners(records, verdicts)
+        claims = [r for r in claims if not is_step(r)]
+        self.claim_count += len(claims)
+        self.claims += [ownership.claim_row(r, ownership.owners_for(owners, r))
+                        for r in claims[:KEPT - len(self.claims)]]
+        for run in job_runs(records):
+            if not all(r.get("summary") for r in run):
+                self.running += 1
+                continue
+            rec, s, figures = run_of(run)
+            why = suspicions(s, figures, self.limits)
+            verdict = verdicts[id(run[0])]
+            for by in self.dims:
+                key = group_key(rec, by)
+                g = self.groups[by].get(key)
+                if g is None:
+                    g = self.groups[by][key] = _Group(key)
+                g.add(s, figures, why, verdict)
+            self.total.add(s, figures, why, verdict)
+            waste = (figures.get("idle_canonical_core_hours") or 0) + \
+                (figures.get("idle_gpu_hours") or 0)
+            if waste > 0:
+                self.wasters.append([waste, job_row(rec, figures)])
+            if why:
+                self.suspect_count += 1
+                self.suspects.append(dict(job_row(rec, figures), why=[w[1] for w in why],
+                                          kinds=[w[0] for w in why]))
+        self._trim()
+        rightsize.merge_tasks(self.tasks, rightsize.tasks_of(records))
+        return self
+
+    def _trim(self):
+        self.wasters = sorted(self.wasters, key=_waster_order)[:KEPT]
+        self.suspects = sorted(self.suspects, key=_suspect_order)[:KEPT]
+        self.claims = self.claims[:KEPT]
+
+    def merge(self, other):
+        """Merge the rollup of later runs (claims are kept in the order merged)."""
+        from . import rightsize
+        for by in self.dims:
+            mine = self.groups[by]
+            for key, g in other.groups[by].items():
+                if key in mine:
+                    mine[key].merge(g)
+                else:
+                    mine[key] = g
+        self.total.merge(other.total)
+        self.running += other.running
+        self.suspect_count += other.suspect_count
+        self.claim_count += other.claim_count
+        self.wasters += other.wasters
+        self.suspects += other.suspects
+        self.claims += other.claims
+        self._trim()
+        rightsize.merge_tasks(self.tasks, other.tasks)
+        return self
+
+    def model(self, by="user", since=None, until=None):
+        """The report model, grouped by `by` (one of self.dims). Groups are ordered by idle
+        canonical core-hours, then idle GPU-hours, then jobs (most first); top wasters by
+        idle canonical core-hours + idle GPU-hours. Claims by other users count nowhere:
+        listed apart ("claims"); each group says how many of its runs no scheduler vouched
+        for ("unconfirmed": not said yet, "local": none)."""
+        ordered = sorted((g.model() for g in self.groups[by].values()),
+                         key=lambda g: (-g["idle_canonical_core_hours"], -g["idle_gpu_hours"],
+                                        -g["jobs"], g["key"]))
+        return {"since": since, "until": until, "by": by, "jobs": self.total.jobs,
+                "running": self.running, "total": self.total.model(), "groups": ordered,
+                "top_wasters": [row for _w, row in self.wasters[:self.limits["top"]]],
+                "suspects": self.suspects[:self.limits["suspects"]],
+                "suspect_count": self.suspect_count,
+                "claims": self.claims[:self.limits["suspects"]],
+                "claim_count": self.claim_count}
+
+
 def aggregate(records, by="user", since=None, until=None, limits=None, accounts=()):
-    """The report model of `records` grouped by `by` (GROUP_KEYS). Groups are ordered by
-    idle canonical core-hours, then idle GPU-hours, then jobs (most first); top wasters by
-    idle canonical core-hours + idle GPU-hours. Claims by other users count nowhere:
-    listed apart ("claims"); each group says how many of its runs no scheduler vouched for
-    ("unconfirmed": not said yet, "local": none). accounts: the site's pilot accounts."""
+    """The report model of `records` grouped by `by` (GROUP_KEYS). accounts: the site's
+    pilot accounts."""
     if by not in GROUP_KEYS:
         raise ValueError(f"cannot group by {by!r}: one of {', '.join(GROUP_KEYS)}")
-    limits = dict(DEFAULTS, **(limits or {}))
-    records, claims, verdicts = counted(records, accounts)
-    owners = ownership.known_owners(records, verdicts)
-    groups, total = {}, _Group("all")
-    wasters, suspects, running = [], [], 0
-    for run in job_runs(records):
-        if not all(r.get("summary") for r in run):
-            running += 1
-            continue
-        rec, s, figures = run_of(run)
-        why = suspicions(s, figures, limits)
-        key = group_key(rec, by)
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = _Group(key)
-        verdict = verdicts[id(run[0])]
-        g.add(s, figures, why, verdict)
-        total.add(s, figures, why, verdict)
-        waste = (figures.get("idle_canonical_core_hours") or 0) + \
-            (figures.get("idle_gpu_hours") or 0)
-        if waste > 0:
-            wasters.append((waste, rec, figures))
-        if why:
-            suspects.append(dict(job_row(rec, figures), why=[w[1] for w in why],
-                                 kinds=[w[0] for w in why]))
-    wasters.sort(key=lambda w: (-w[0], str(w[1].get("job"))))
-    suspects.sort(key=lambda x: (-len(x["kinds"]), x["job"]))
-    ordered = sorted((g.model() for g in groups.values()),
-                     key=lambda g: (-g["idle_canonical_core_hours"], -g["idle_gpu_hours"],
-                                    -g["jobs"], g["key"]))
-    return {"since": since, "until": until, "by": by, "jobs": total.jobs, "running": running,
-            "total": total.model(), "groups": ordered,
-            "top_wasters": [job_row(r, f) for _w, r, f in wasters[:limits["top"]]],
-            "suspects": suspects[:limits["suspects"]], "suspect_count": len(suspects),
-            "claims": [ownership.claim_row(r, ownership.owners_for(owners, r))
-                       for r in claims if not is_step(r)][:limits["suspects"]],
-            "claim_count": sum(not is_step(r) for r in claims)}
+    return Rollup(limits, (by,), accounts).add(records).model(by, since, until)

@@ -103,6 +103,8 @@ def combine(summaries):
     decisive = next((s for s in summaries if s.get("outcome") == canonical.BADPUT), first)
     out.update({k: decisive.get(k) for k in ENDING if decisive.get(k) is not None})
     out["method"] = ",".join(sorted({s.get("method") or "?" for s in summaries}))
+    bases = {s.get("mem_sizing_basis") for s in summaries}   # how the nodes were measured
+    out["mem_sizing_basis"] = bases.pop() if len(bases) == 1 else None
     for k, least in (("pressure_source", "run-queue"), ("psi", "off")):   # on any node
         out[k] = least if least in {s.get(k) for s in summaries} else first.get(k)
     return out
@@ -199,7 +201,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         "user": ", ".join(run.users), "scheduler": first.get("scheduler"),
         "method": s.get("method") or first.get("method"), "status": status_text(s, state),
         "start_time": run.start_time, "end_time": s.get("end_time"),
-        "command": first.get("command"), "tags": first.get("tags") or {},
+        "command": first.get("command"), "tags": _tags(run.records),
     }
     return {"header": header, "totals": [t for t in totals if t[1] is not None],
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
@@ -220,6 +222,16 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
 
 
 DEFAULT_CFG = defaults()
+
+
+def _tags(records):
+    """The job's tags: a tag its nodes' records give different values (node) lists them all,
+    sorted, joined by ","."""
+    out = {}
+    for r in records:
+        for k, v in (r.get("tags") or {}).items():
+            out.setdefault(k, set()).add(str(v))
+    return {k: ",".join(sorted(v)) for k, v in out.items()}
 
 
 def _efficiency(s, tags, scheduler, nodes):

@@ -171,17 +171,31 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None,
     }
 
 
-def pilot_account(store, pilot_id, given_validated=None, settled=None, accounts=()):
-    """The model of the pilot stored under `pilot_id` (its latest record). settled(records):
-    the payloads' records with their reconciliation applied (jobmon.cli.reconcile);
-    accounts: the site's pilot accounts (jobmon.config_ownership)."""
+def pilot_record(recs, pilot_id, accounts=(), user=None):
+    """(the pilot's record, the other users with records under its id): the newest record
+    (of `user`) that is no claim -- another user's run under the id of a pilot the
+    scheduler knows is no pilot, whoever ran it last."""
+    verdicts = settle(recs, accounts)
+    mine = [r for r in recs if verdicts[id(r)] != CLAIM and user in (None, r.get("user"))]
+    if not mine:
+        users = sorted({str(r.get("user")) for r in recs})
+        raise PilotNotFound(f"no pilot {pilot_id!r} in the store" + (
+            f" of user {user}" if user else "") + (
+            f" (records by {', '.join(users)})" if recs else ""))
+    return mine[0], sorted({str(r.get("user")) for r in mine} - {str(mine[0].get("user"))})
+
+
+def pilot_account(store, pilot_id, given_validated=None, settled=None, accounts=(),
+                  user=None):
+    """The model of the pilot stored under `pilot_id` (its latest record that is no claim;
+    of `user`). settled(records): records with their reconciliation applied
+    (jobmon.cli.reconcile); accounts: the site's pilot accounts (jobmon.config_ownership)."""
     from ..stores.ids import JobRef
     recs = store.records(JobRef(pilot_id, [pilot_id]))   # that id exactly, as it is stored
-    if not recs:
-        raise PilotNotFound(f"no pilot {pilot_id!r} in the store")
-    rec = recs[0]   # newest first
+    rec, others = pilot_record(settled(recs) if settled and recs else recs, pilot_id,
+                               accounts, user)
     s = rec.get("summary") or {}
     start, end = rec.get("start_time") or 0, s.get("end_time") or float("inf")
     payloads = payload_records(store, pilot_id, start, end)
-    return build(rec, settled(payloads) if settled else payloads, given_validated,
-                 accounts=accounts)
+    return dict(build(rec, settled(payloads) if settled else payloads, given_validated,
+                      accounts=accounts), other_users=others)

@@ -17,7 +17,7 @@ from ..batches import batch_of
 from ..efficiency import RESIDENT, KERNEL, SAMPLED
 from ..printable import size
 from . import job_efficiency
-from .aggregate import quantile
+from .distribution import quantile
 from .runs import is_step
 
 MiB, GiB = 1 << 20, 1 << 30
@@ -143,12 +143,40 @@ def _against(requested, suggested, text):
         f" (requested {text(requested)})"
 
 
-def rightsize(records, limits=None, top=None):
-    """Every batch in `records` with its tasks' distributions and suggestion, the largest
-    batches first."""
+def _larger(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
+def merge_tasks(into, other):
+    """Adds the tasks of `other` ({batch: {job id: task}}, of later runs) into `into`: a
+    task's peak and cores are its largest, its requests the latest known."""
+    for batch, tasks in other.items():
+        mine = into.setdefault(batch, {})
+        for job, t in tasks.items():
+            m = mine.get(job)
+            if m is None:
+                mine[job] = dict(t)
+                continue
+            if t["peak"] is not None:
+                m["peak"], m["basis"] = _larger(m["peak"], t["peak"]), weakest(m["basis"],
+                                                                               t["basis"])
+            m["cores"] = _larger(m["cores"], t["cores"])
+            m["mem_req"] = t["mem_req"] or m["mem_req"]
+            m["cores_req"] = t["cores_req"] or m["cores_req"]
+    return into
+
+
+def suggestions(tasks_by_batch, limits=None, top=None):
+    """Every batch of {(user, kind, name): {job id: task}} with its tasks' distributions
+    and suggestion, the largest batches first."""
     out = []
-    for (user, kind, name), tasks in tasks_of(records).items():
+    for (user, kind, name), tasks in tasks_by_batch.items():
         out.append(dict(suggest(list(tasks.values()), limits), user=user, kind=kind,
                         name=name))
     out.sort(key=lambda b: (-b["tasks"], b["user"], b["kind"], b["name"]))
     return out[:top] if top else out
+
+
+def rightsize(records, limits=None, top=None):
+    """suggestions() for the batches of `records`."""
+    return suggestions(tasks_of(records), limits, top)

@@ -50,6 +50,12 @@ class Store:
         store has none."""
         return []
 
+    def rollups(self, parts, since, until, keys=None):
+        """(hour, part, key, text) of the stored hourly rollups of the hours in [since,
+        until), of those parts (and keys, when given): jobmon.report.rollup. [] where the
+        store keeps none."""
+        return []
+
     def breakdowns(self, record, last=None):
         """One record's per-process breakdowns, in time order (the `last` ones only, when
         given); [] where the store has none."""

@@ -62,3 +62,13 @@ def split_schedd(text):
     """(job id, schedd) of `schedd#4711.0` (or `schedd#4711`); (text, None) otherwise."""
     m = _OF_SCHEDD.fullmatch(text)
     return (m["job"], m["schedd"]) if m else (text, None)
+
+
+def typed_ids(records):
+    """Each record's id as `jobmon query` takes it: SCHEDD#4711.0 where records of two
+    schedds answer to one id (an HTCondor id is its schedd's), else its id."""
+    schedds = {}
+    for r in records:
+        schedds.setdefault(r.get("job"), set()).add(schedd_of(r))
+    return [f"{schedd_of(r)}#{r.get('job')}" if schedd_of(r) and len(schedds[r.get("job")]) > 1
+            else r.get("job") for r in records]

@@ -158,14 +158,9 @@ class InfluxStore(Store):
         if user:
             where.append(f'"user"::tag = {tag_literal(user)}')
         cond = " WHERE " + " AND ".join(where) if where else ""
-        out, offset = [], 0
-        while True:
-            rows = self.rows(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time '
-                             f'LIMIT {self.PAGE_ROWS} OFFSET {offset}')
-            out += [_record(row) for row in rows]
-            if len(rows) < self.PAGE_ROWS:   # jobs started at the same time: by id
-                return sorted(out, key=lambda r: (r["_point"]["time"], r["job"] or ""))
-            offset += len(rows)
+        out = [_record(row) for row in
+               self.pages(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time')]
+        return sorted(out, key=lambda r: (r["_point"]["time"], r["job"] or ""))  # ties: by id
 
     def unreconciled(self, since=None, host=None):
         """Job points not reconciled yet (`jobmon reconcile`: every end-of-job point, and
@@ -177,14 +172,18 @@ class InfluxStore(Store):
             where.append(f'"host"::tag = {tag_literal(host)}')
         if since is not None:
             where.append(f"time >= {int(since * 1e9)}")
-        out, offset = [], 0
+        return [_record(row) for row in self.pages(
+            f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
+            f'WHERE {" AND ".join(where)} ORDER BY time')]
+
+    def pages(self, q, database=None):
+        """The rows of q (ORDER BY time), read in pages of PAGE_ROWS."""
+        offset = 0
         while True:
-            rows = self.rows(f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
-                             f'WHERE {" AND ".join(where)} ORDER BY time '
-                             f'LIMIT {self.PAGE_ROWS} OFFSET {offset}')
-            out += [_record(row) for row in rows]
+            rows = self.rows(f"{q} LIMIT {self.PAGE_ROWS} OFFSET {offset}", database)
+            yield from rows
             if len(rows) < self.PAGE_ROWS:
-                return out
+                return
             offset += len(rows)
 
     # the sample fields `jobmon act` reads of each running record
@@ -211,6 +210,42 @@ class InfluxStore(Store):
         rows = self.rows(f'SELECT {schema.columns(schema.ACTION)} FROM "{schema.ACTION}"'
                          f'{cond} ORDER BY time')
         return [schema.action_from_row(r) for r in rows]
+
+    # a day of rollups per query (3.x Core reads at most ~72 hours of a table in one)
+    ROLLUP_WINDOW = 86400
+
+    def rollups(self, parts, since, until, keys=None):
+        cond = "(" + " OR ".join(f'"part"::tag = {quote_string(p)}' for p in parts) + ")"
+        if keys is not None:
+            cond += " AND (" + " OR ".join(f'"key"::tag = {quote_string(k)}' for k in keys) + ")"
+        t = since
+        while t < until:
+            end = min(t + self.ROLLUP_WINDOW, until)
+            pieces = {}
+            for row in self.pages(f'SELECT "state"::field, "chunks"::field, "part"::tag, '
+                                  f'"key"::tag, "chunk"::tag FROM "{schema.ROLLUP}" WHERE '
+                                  f'{cond} AND time >= {int(t * 1e9)} AND time < '
+                                  f'{int(end * 1e9)} ORDER BY time'):
+                got = pieces.setdefault((row["time"], row["part"], row["key"]), {})
+                got[int(row["chunk"])] = row
+            for (ns, part, key), chunks in sorted(pieces.items()):
+                n = chunks.get(0, {}).get("chunks")   # the rest of a longer text is stale
+                if n and all(c in chunks for c in range(n)):
+                    yield ns // 10**9, part, key, "".join(chunks[c]["state"] for c in range(n))
+            t = end
+
+    CHUNK = 20000     # characters of a rollup's text per point (1.x: strings to 64 KiB)
+
+    @classmethod
+    def rollup_lines(cls, hour, parts):
+        """Line protocol for an hour's rollup parts ([(part, key, text)])."""
+        out = []
+        for part, key, text in parts:
+            pieces = [text[i:i + cls.CHUNK] for i in range(0, len(text), cls.CHUNK)] or [""]
+            for n, piece in enumerate(pieces):
+                out.append(lp.point(schema.ROLLUP, {"part": part, "key": key, "chunk": str(n)},
+                                    {"state": piece, "chunks": len(pieces)}, hour * 10**9))
+        return "".join(out)
 
     def breakdowns(self, record, last=None):
         point = record["_point"]

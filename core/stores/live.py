@@ -168,10 +168,17 @@ def running(spool_dir=None, store=None, last=60):
             problems.append(f"cannot list the spool {spool_dir}: {e.strerror} (run as root "
                             f"or in the shipper's group)")
     if store is not None:
-        seen = {(j.job, j.info.get("run"), round(j.info.get("start_time") or 0)) for j in jobs}
-        jobs += [j for j in store_jobs(store, last) if
-                 (j.job, j.info.get("run"), round(j.info.get("start_time") or 0)) not in seen]
+        seen = {_key(j) for j in jobs}
+        jobs += [j for j in store_jobs(store, last) if _key(j) not in seen]
     return jobs, problems
+
+
+def _key(job):
+    """What tells a running job apart in both sources: two users' or two schedds' jobs of
+    one id may start in the same second."""
+    from .ids import schedd_of
+    return (job.job, job.info.get("run"), job.info.get("user"), schedd_of(job.info),
+            round(job.info.get("start_time") or 0))
 
 
 def fold_breakdowns(records, limit=10):

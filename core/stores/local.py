@@ -37,6 +37,15 @@ CREATE TABLE IF NOT EXISTS procs (     -- the per-process breakdown, at its own 
 );
 CREATE INDEX IF NOT EXISTS procs_run ON procs (run, time);
 """
+# what only reports use, made by the first report (a job's writer never pays for it)
+REPORT_SCHEMA = """
+CREATE INDEX IF NOT EXISTS runs_start ON runs (start_time);
+CREATE TABLE IF NOT EXISTS rollups (   -- jobmon.report.rollup: an hour's runs, aggregated
+    hour INTEGER NOT NULL, part TEXT NOT NULL, key TEXT NOT NULL, state TEXT NOT NULL,
+    PRIMARY KEY (part, key, hour)
+);
+CREATE INDEX IF NOT EXISTS rollups_hour ON rollups (hour);
+"""
 
 
 class LocalStore(Sink, Store):
@@ -52,6 +61,7 @@ class LocalStore(Sink, Store):
         self.db.execute("PRAGMA cache_size=-256")  # KiB; the writer inside a job needs little
         self.db.executescript(SCHEMA)
         self.run_id = None
+        self.reporting = None       # REPORT_SCHEMA made (None: not tried; False: read-only)
         self.pending = []
         self.pending_procs = []
 
@@ -110,7 +120,8 @@ class LocalStore(Sink, Store):
         return [r for r in out if ref.matches(r) and (not user or r.get("user") == user)]
 
     def summaries(self, since=None, until=None, user=None, fields=None):
-        # one scan of the runs table, never the samples: 10k jobs read in ~0.1 s
+        # the runs table only, never the samples: 10k jobs read in ~0.1 s
+        self._report_schema()
         where, args = ["1"], []
         for cond, v in (("start_time >= ?", since), ("start_time < ?", until),
                         ("user = ?", user)):
@@ -124,6 +135,37 @@ class LocalStore(Sink, Store):
     def samples(self, record):
         return [_loads(d) for (d,) in self.db.execute(
             "SELECT data FROM samples WHERE run = ? ORDER BY time", (record["_row"],))]
+
+    def _report_schema(self):
+        if self.reporting is None:
+            try:
+                self.db.executescript(REPORT_SCHEMA)
+                self.reporting = True
+            except sqlite3.OperationalError:    # a store this user may only read
+                self.reporting = False
+        return self.reporting
+
+    def rollups(self, parts, since, until, keys=None):
+        if not self._report_schema():
+            return []
+        q = (f"SELECT hour, part, key, state FROM rollups WHERE part IN "
+             f"({','.join('?' * len(parts))}) AND hour >= ? AND hour < ?")
+        args = list(parts) + [since, until]
+        if keys is not None:
+            q += f" AND key IN ({','.join('?' * len(keys))})"
+            args += list(keys)
+        return self.db.execute(q + " ORDER BY hour", args)
+
+    def save_rollup(self, hour, parts):
+        """Replace an hour's rollup (or a day's: its parts start with "d:") with [(part,
+        key, text)]."""
+        if not self._report_schema():
+            return
+        with self.db:
+            self.db.execute("DELETE FROM rollups WHERE hour = ? AND (part LIKE 'd:%') = ?",
+                            (hour, parts[0][0].startswith("d:")))
+            self.db.executemany("INSERT INTO rollups (hour, part, key, state) VALUES "
+                                "(?,?,?,?)", [(hour, p, k, t) for p, k, t in parts])
 
 
     def unfinished(self, host=None):
@@ -152,11 +194,18 @@ class LocalStore(Sink, Store):
 
     def correct(self, writes):
         """Put reconciled summaries in place of what their records had (`jobmon
-        reconcile`): [(record, summary)], in one transaction."""
+        reconcile`): [(record, summary)], in one transaction; the rollups of their hours
+        and days go with it (the next report makes them again)."""
+        hours = {int(rec["start_time"] // 3600 * 3600) for rec, _s in writes
+                 if rec.get("start_time") is not None}
         with self.db:
             self.db.executemany("UPDATE runs SET summary = ?, end_time = ? WHERE id = ?",
                                 [(dumps(s), s.get("end_time"), rec["_row"])
                                  for rec, s in writes])
+            if hours and self._report_schema():
+                self.db.executemany("DELETE FROM rollups WHERE hour = ? OR (hour = ? AND "
+                                    "part LIKE 'd:%')", [(h, h // 86400 * 86400)
+                                                         for h in sorted(hours)])
 
     def last_samples(self, record, last):
         """The `last` samples of one record, in time order."""
