@@ -22,9 +22,9 @@ SLEEP = "sleep 300\n"
 
 def configure(site, warn_dir):
     # a requeued job's node keeps a sampler for its next run this long (docs/actions.md)
-    site.write_config(cgroup_wait_seconds=15.0, extra=f'[actions]\nmode = "on"\nresources = "cores"\n'
-                            f'idle_seconds = {IDLE}\ngrace_seconds = {IDLE}\n'
-                            f'max_per_hour = 100\nwarn = "file"\nwarn_dir = "{warn_dir}"\n')
+    site.write_config(cgroup_wait_seconds=15.0, extra=(
+        f'[actions]\nmode = "on"\nresources = "cores"\nidle_seconds = {IDLE}\n'
+        f'grace_seconds = {IDLE}\nmax_per_hour = 100\nwarn = "file"\nwarn_dir = "{warn_dir}"\n'))
 
 
 def env(site, **actions):
