@@ -69,20 +69,24 @@ if p == 0:
     time.sleep(0.2)
     os._exit(0)
 os.waitpid(p, 0)
-# a double-forked setsid daemon that escapes the tree and outlives the command
+# a double-forked setsid daemon that escapes the tree and outlives the command: it starts
+# its work once the command has exited (the pipe's last writer gone), however busy the
+# machine
+r, w = os.pipe()
 p = os.fork()
 if p == 0:
     os.setsid()
     if os.fork() == 0:
-        for fd in (0, 1, 2):
+        for fd in (0, 1, 2, w):
             os.close(fd)
-        time.sleep(0.7)
-        w = os.fork()
-        if w == 0:
+        os.read(r, 1)
+        worker = os.fork()
+        if worker == 0:
             burn(0.3); os._exit(0)
-        os.waitpid(w, 0)
+        os.waitpid(worker, 0)
         record("daemon"); os._exit(0)
     record("middle"); os._exit(0)
+os.close(r)
 os.waitpid(p, 0)
 burn(0.5)
 record("main")
