@@ -222,11 +222,14 @@ def following(node):
     err.append(node.ship().stderr)
 
 
-def victim_sampling(node, job_id, seconds):
-    """The victim's job, sampling every 50 ms; returns once its spool file and the room
-    for its end-of-job record are there."""
+def victim_sampling(node, job_id, seconds, until=None):
+    """The victim's job, sampling every 50 ms, `seconds` long and, given a path `until`,
+    until that exists; returns once its spool file and the room for its end-of-job record
+    are there."""
+    cmd = ["sleep", str(seconds)] if until is None else [
+        "sh", "-c", f'sleep {seconds}; until [ -e "$0" ]; do sleep 0.05; done', until]
     job = subprocess.Popen(as_user([JOBMON, "run", "--interval=0.05", f"--job-id={job_id}",
-                                    "--", "sleep", str(seconds)], VICTIM), env=node.env,
+                                    "--"] + cmd, VICTIM), env=node.env,
                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not any(n.endswith(".end.lp") for n in os.listdir(node.spool)):
@@ -258,6 +261,23 @@ def fill_through_a_directory(node, path):
     subprocess.run(as_user([PYTHON, "-c", FILL, node.spool, path], ATTACKER), check=True)
 
 
+def room(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def ended_once_the_disk_has_room(node, job, until):
+    """Ends the victim's job (victim_sampling's `until`) once the spool's filesystem has
+    room again -- the shipper took back what filled it -- however long a busy machine
+    makes that take: the job lost nothing only if the room came while it ran."""
+    deadline = time.monotonic() + 60
+    while room(node.spool) < 8 << 20:
+        assert time.monotonic() < deadline, "the spool's filesystem stayed full"
+        time.sleep(0.05)
+    open(until, "w").close()
+    assert job.wait(60) == 0, job.stderr.read()
+
+
 def lost_nothing(node, job_id):
     rep = json.loads(node.jobmon("query", "--json", job_id).stdout)
     s = rep["summary"]
@@ -272,11 +292,12 @@ def test_a_directory_that_fills_the_spool_is_charged_to_its_maker_and_removed(no
     directory is charged to the attacker by what it really holds, and removed: the
     victim loses not one sample, and no loss is the victim's."""
     node.service_caps = DEPLOY_CAPS
+    until = os.path.join(shared_tmpdir(), "end")
     with small_spool(node, 16 << 20), following(node) as err:
-        job = victim_sampling(node, "victim-dir", 6)
+        job = victim_sampling(node, "victim-dir", 6, until)
         time.sleep(1)
         fill_through_a_directory(node, "1.lp/deeper/fill")
-        assert job.wait(60) == 0, job.stderr.read()
+        ended_once_the_disk_has_room(node, job, until)
         time.sleep(0.5)
     lost_nothing(node, "victim-dir")
     st = status(node)
@@ -323,10 +344,11 @@ def test_a_file_held_open_after_it_was_dropped_is_charged_named_and_emptied(node
     and writes into it until the disk is full. The shipper finds it (/proc), names its
     holder, charges it to the attacker and empties it: the victim loses nothing."""
     node.service_caps = DEPLOY_CAPS
+    until = os.path.join(shared_tmpdir(), "end")
     with small_spool(node, 16 << 20), following(node) as err:
-        job = victim_sampling(node, "victim-held", 6)
+        job = victim_sampling(node, "victim-held", 6, until)
         with disk_filled_through_a_dropped_file(node) as holder:
-            assert job.wait(60) == 0, job.stderr.read()
+            ended_once_the_disk_has_room(node, job, until)
             time.sleep(0.5)
     lost_nothing(node, "victim-held")
     st = status(node)
