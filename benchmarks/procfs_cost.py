@@ -28,7 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sample_cost  # noqa: E402
 
-from jobmon import launcher  # noqa: E402
+from jobmon.job import launcher  # noqa: E402
 from jobmon.probes.files import parse_pss, parse_statm, read_once  # noqa: E402
 from jobmon.probes.procfs import ProcfsProbe  # noqa: E402
 

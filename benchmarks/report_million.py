@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-from jobmon.efficiency import allocation, figures  # noqa: E402
+from jobmon.summary.efficiency import allocation, figures  # noqa: E402
 
 MiB = 1 << 20
 SHOWCASE = 50_000

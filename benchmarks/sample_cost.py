@@ -21,7 +21,8 @@ import signal
 import sys
 import time
 
-from jobmon import cgroups, launcher
+from jobmon import cgroups
+from jobmon.job import launcher
 from jobmon.probes import select
 
 CHILD = r"""

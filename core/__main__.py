@@ -11,7 +11,7 @@ import sys
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"] and not _wants_help(argv[1:]) and "_JOBMON_COMPLETE" not in os.environ:
-        from .runner import main as run
+        from .job.runner import main as run
         return run(argv[1:])
     from .cli import app
     return app(args=argv, prog_name="jobmon")

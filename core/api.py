@@ -19,7 +19,7 @@ import threading
 import time
 import warnings
 
-from .session import Session, describe_job, open_probe, open_sinks
+from .job.session import Session, describe_job, open_probe, open_sinks
 
 
 class Monitor:

@@ -233,7 +233,7 @@ SUMMARY_FIELDS = (
     # the stall and memory-event counters, each the run's total
     *((n, u, "the run's total (per sample, above)") for n, u, _k, _m in SAMPLE_FIELDS
       if n in STALL_COUNTERS),
-    # the job's first OOM kill, where it had one (oom_kills counts them all): core/oom.py
+    # the job's first OOM kill, where it had one (oom_kills counts them all): core/summary/oom.py
     ("oom_time", "s", "when the kernel killed a process of the job for memory, seconds since "
      "the epoch: from the kernel's log to the µs where jobmon may read it (root, or "
      "kernel.dmesg_restrict = 0), else the sample that counted the kill"),
@@ -273,7 +273,7 @@ SUMMARY_FIELDS = (
      "sampling calls)"),
     ("monitor_read_seconds", "s", "wall time jobmon spent reading the probe, all samples"),
     ("monitor_errors", "count", "probe or sink errors the sampler met (each warned about)"),
-    # what the job was given and what it used of it (core/efficiency.py; docs/reports.md)
+    # what the job was given and what it used of it (core/summary/efficiency.py; docs/reports.md)
     ("cores_requested", "cores", "cores the job asked for (HTCondor RequestCpus; "
      "`--tag request_cpus=N`)"),
     ("cores_allocated", "cores",

@@ -193,7 +193,7 @@ def test_wrapper_imports_no_read_side_and_nothing_heavy():
     is in test_condor_wrapper.py)."""
     from test_layout import GRAPH, HEAVY, reach, under
     mods = reach("jobmon.plugins.condor.wrapper")
-    assert {"jobmon.runner", "jobmon.plugins.condor.classad_text"} <= mods
+    assert {"jobmon.job.runner", "jobmon.plugins.condor.classad_text"} <= mods
     for mod in mods:
         assert not (GRAPH[mod] & HEAVY), (mod, GRAPH[mod] & HEAVY)
         assert not under(mod, "jobmon.cli", "jobmon.report", "jobmon.render",

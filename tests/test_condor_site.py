@@ -52,7 +52,7 @@ def test_warnings_to_stderr_when_the_site_asks():
 def test_broken_installation_runs_the_job_unmonitored(starter):
     """A jobmon module that will not import: the wrapper becomes the job (exec), so the
     job's pid is the wrapper's and its parent the starter."""
-    broken = ("import sys; sys.modules['jobmon.runner'] = None; "
+    broken = ("import sys; sys.modules['jobmon.job.runner'] = None; "
               "from jobmon.plugins.condor.wrapper import main; main()")
     p = starter.popen(py("import os; print(os.getpid(), os.getppid()); raise SystemExit(6)"),
                       wrapper=[PYTHON, "-c", broken])
@@ -71,7 +71,7 @@ STATE = ("import ctypes, os\n"
 def test_jobmon_failing_before_the_job_starts_still_runs_it(starter):
     """A bug in jobmon after it blocked signals and became a subreaper, before the job
     started: the job is exec'd with neither (PR_GET_CHILD_SUBREAPER = 37)."""
-    broken = ("import jobmon.launcher as l\n"
+    broken = ("import jobmon.job.launcher as l\n"
               "def spawn(*a): raise RuntimeError('simulated bug')\n"
               "l.spawn = spawn\n"
               "from jobmon.plugins.condor.wrapper import main; main()\n")

@@ -1,6 +1,6 @@
 """What a job was given and what it used of it: the allocation, efficiency, canonical-unit
-and suspect fields every end-of-job summary carries (core/efficiency.py, core/summary.py),
-from hand-checked numbers, recorded cgroup files and real jobs in real cgroups."""
+and suspect fields every end-of-job summary carries (core/summary/efficiency.py and the
+fold in core/summary/__init__.py), from hand-checked numbers, recorded cgroup files and real jobs in real cgroups."""
 import json
 import os
 import subprocess
@@ -9,9 +9,10 @@ import time
 import pytest
 
 from helpers import JOBMON, PYTHON, jobmon_run, load_json, py
-from jobmon import cgroups, efficiency as eff
+from jobmon import cgroups
+from jobmon.summary import efficiency as eff
 from jobmon.influx import grammar, schema
-from jobmon.advice import advise
+from jobmon.summary.advice import advise
 from jobmon.report import job_efficiency
 from jobmon.report.model import DEFAULT_CFG
 from jobmon.summary import Fold

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jobmon import jsontext
+from jobmon.sinks import jsontext
 
 ODD = ["", "plain", 'quote " and \\ back', "tab\tnl\nr\r\b\f", "\x00\x1f\x7f",
        "ünïcödé", "日本", "emoji 🦀", "\udc80 lone surrogate", "\U0010ffff"]

@@ -11,7 +11,7 @@ import pytest
 
 from chromium import CHROMIUM, Chromium
 from helpers import IS_ROOT, jobmon, jobmon_run, needs_test_user, py, shared_tmpdir, TEST_USER
-from jobmon import efficiency
+from jobmon.summary import efficiency
 from jobmon.report import job_efficiency
 
 MiB = 1 << 20

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from helpers import JOBMON, PYTHON, fixture, jobmon, needs_root, root
-from jobmon import cgroups, oom
+from jobmon import cgroups
+from jobmon.summary import oom
 from jobmon.probes.cgroup_v1 import CgroupV1Probe
 from jobmon.sinks import card_text
 
@@ -195,6 +196,6 @@ def test_a_slurm_job_killed_for_memory(jobmon_slurm):
 
 
 def _advice(s):
-    from jobmon.advice import advise
-    from jobmon.config_report import defaults
+    from jobmon.summary.advice import advise
+    from jobmon.config.report import defaults
     return advise(s, defaults())

@@ -199,7 +199,7 @@ def test_breakdown_adds_little_to_the_monitors_memory(tmp_path):
 
 
 def test_a_failing_breakdown_never_stops_the_samples():
-    from jobmon.sampler import Sampler
+    from jobmon.job.sampler import Sampler
 
     class Probe:
         method = "fake"

@@ -346,7 +346,7 @@ def _my_children():
 
 @pytest.mark.parametrize("use_trampoline", [True, False])
 def test_spawn_with_and_without_trampoline(tmp_path, use_trampoline):
-    from jobmon import launcher, trampoline
+    from jobmon.job import launcher, trampoline
     tramp = trampoline.load() if use_trampoline else None
     if use_trampoline and tramp is None:
         pytest.skip("no exec trampoline on this machine (x86-64 Linux with memfd only)")

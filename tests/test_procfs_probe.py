@@ -65,7 +65,7 @@ def test_recorded_tree_without_budget_is_estimated(tree):
 # 0.5 s, waits for everything, and says what the probe saw
 SUPERVISOR = r"""
 import json, os, sys, time
-from jobmon import launcher
+from jobmon.job import launcher
 from jobmon.probes.procfs import ProcfsProbe
 launcher.set_subreaper()
 pid = launcher.spawn(sys.argv[1:])

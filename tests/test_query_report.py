@@ -10,8 +10,8 @@ import os
 import pytest
 
 from helpers import TEST_USER, fixture, jobmon, jobmon_run, owned_by, py
-from jobmon import advice
-from jobmon.config_report import defaults
+from jobmon.summary import advice
+from jobmon.config.report import defaults
 
 GIB = 1 << 30
 CFG = defaults()

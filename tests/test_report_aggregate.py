@@ -158,10 +158,10 @@ def test_nothing_ended_is_an_empty_report():
 
 def test_the_allocation_cache_keys_on_every_tag_the_allocation_reads():
     # the tasks of an array share their requests, so allocations are cached by those tags:
-    # a tag jobmon.efficiency.allocation reads but the key lacks would mix jobs up
+    # a tag jobmon.summary.efficiency.allocation reads but the key lacks would mix jobs up
     import inspect
     import re
-    from jobmon import efficiency
+    from jobmon.summary import efficiency
     from jobmon.report import job_efficiency
     read = set(re.findall(r't\.get\("(\w+)"\)', inspect.getsource(efficiency.allocation)))
     assert read and read <= set(job_efficiency._ALLOCATION_TAGS)

@@ -296,7 +296,7 @@ def test_a_near_zero_job_never_has_a_negative_figure(mode):
 def test_the_trampolines_cpu_comes_off_system_time_first():
     """The cgroup's own split of the trampoline's CPU, as cgroup v1 reported a `true`
     (recorded): its ~1 ms in system time, the job's own user time 0."""
-    from jobmon.sampler import take_off
+    from jobmon.job.sampler import take_off
     values = {"cpu_user_seconds": 0.0, "cpu_system_seconds": 0.002217}
     take_off(values, 0.001043)
     assert values == {"cpu_user_seconds": 0.0, "cpu_system_seconds": pytest.approx(0.001174)}

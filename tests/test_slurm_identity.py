@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from helpers import REPO, fixture
-from jobmon import cgroup_search, plugins
+from jobmon.cgroups import search as cgroup_search
+from jobmon import plugins
 from jobmon.plugins import slurm
 from jobmon.plugins.slurm import cgroup_names
 from slurm_site import HOOKS, PYTHON, install
@@ -188,7 +189,7 @@ def test_install_writes_working_wrappers(tmp_path):
 
 # --- imports --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("entry", ["jobmon.plugins.slurm.sampler", "jobmon.watch",
+@pytest.mark.parametrize("entry", ["jobmon.plugins.slurm.sampler", "jobmon.attach.watch",
                                    "jobmon.plugins.slurm.hooks"])
 def test_sampler_path_is_write_side_and_light(entry):
     for mod in reach(entry):
@@ -217,8 +218,8 @@ def test_prolog_imports_nothing_but_os_and_sys(tmp_path):
 
 
 def test_sampler_loads_only_the_standard_library():
-    code = ("import sys; import jobmon.plugins.slurm.sampler, jobmon.watch, "
-            "jobmon.cgroup_search, jobmon.sinks.spool, jobmon.stores.local, jobmon.config; "
+    code = ("import sys; import jobmon.plugins.slurm.sampler, jobmon.attach.watch, "
+            "jobmon.cgroups.search, jobmon.sinks.spool, jobmon.stores.local, jobmon.config; "
             "print(' '.join(sorted(sys.modules)))")
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=60,
                          check=True).stdout.split()

@@ -5,7 +5,8 @@ import tomllib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from jobmon import config, toml_subset
+from jobmon import config
+from jobmon.config import toml_subset
 
 DEPLOY = os.path.join(os.path.dirname(__file__), "..", "deploy")
 

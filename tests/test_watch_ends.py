@@ -1,4 +1,4 @@
-"""jobmon.watch_ends on real processes, as Slurm makes them: a step daemon ("stepd", the
+"""jobmon.attach.ends on real processes, as Slurm makes them: a step daemon ("stepd", the
 tasks' parent) starts a task; the task starts a daemon that escapes (setsid, double fork)
 and ends; then what is left is killed, as slurmstepd kills what is left in a step. The
 scenario runs in a subreaper of its own, which reaps every process, so the kernel keeps
@@ -11,7 +11,7 @@ import pytest
 
 SCENARIO = r"""
 import ctypes, os, select, signal, sys, time
-from jobmon import watch_ends
+from jobmon.attach import ends as watch_ends
 libc = ctypes.CDLL(None)
 libc.prctl(36, 1, 0, 0, 0)                 # PR_SET_CHILD_SUBREAPER: orphans come here
 daemon_sleeps, with_status = float(sys.argv[1]), sys.argv[2] == "1"
@@ -74,6 +74,6 @@ def test_what_is_left_when_the_task_ends_is_counted_killed(daemon_sleeps, left, 
 
 
 def test_a_step_whose_tasks_were_not_seen_to_end_has_no_counts():
-    from jobmon.watch_ends import EndKills
+    from jobmon.attach.ends import EndKills
     ends = EndKills("stepd")
     assert ends.counts("batch") == (None, None) and ends.totals() == (None, None)

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from jobmon.cgroups import JobCgroups
-from jobmon.session import open_probe
-from jobmon.watch_probe import Held
+from jobmon.job.session import open_probe
+from jobmon.attach.probe import Held
 
 V1 = "/sys/fs/cgroup"
 CONTROLLERS = ("cpuacct", "memory", "pids")

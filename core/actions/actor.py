@@ -8,7 +8,7 @@ Runs beside `jobmon reconcile`, on one host that reads every node's samples and 
 on the schedulers' jobs; never inside a job or on the shipper's path."""
 import time
 
-from ..config_ownership import pilot_accounts
+from ..config.ownership import pilot_accounts
 from ..stores.ids import JobRef
 from . import ActionError
 from . import policy as pol

@@ -6,7 +6,7 @@ scheduler, no clock of its own.
 A job is idle when each of its records the scheduler confirms as its owner's (the
 ownership verdict of jobmon.report.ownership.judge: own) says in its latest sample that
 one of the policy's resources has been unused at least idle_seconds at a stretch
-(cpu_idle_seconds, gpu_unused_seconds: jobmon.idle). Its stretch is the shortest of its
+(cpu_idle_seconds, gpu_unused_seconds: jobmon.summary.idle). Its stretch is the shortest of its
 records', and began when the latest of them began.
 
   busy          not idle (or no record of its own says so): nothing
@@ -22,7 +22,7 @@ records', and began when the latest of them began.
 
 Warnings and actions of a dry run count only for dry runs, and the others only for the
 others, so a site can try its policy without touching a job."""
-from ..config_actions import resources
+from ..config.actions import resources
 from ..report.ownership import OWN, judge
 
 HOUR = 3600.0

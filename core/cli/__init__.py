@@ -1,6 +1,6 @@
 """The `jobmon` command line (typer). Runs outside jobs: heavy imports are fine here.
 
-Nothing below the CLI imports it; `jobmon run` reaches jobmon.runner without it (see
+Nothing below the CLI imports it; `jobmon run` reaches jobmon.job.runner without it (see
 jobmon.__main__), so the per-job path never loads typer or rich.
 """
 from typing import List, Optional
@@ -45,7 +45,7 @@ def run(
     jobmon stays CMD's parent, forwards signals, leaves stdio alone and exits with CMD's
     exact status. Samples go to the embedded store (see `jobmon query`).
     """
-    from ..runner import main as run_main
+    from ..job.runner import main as run_main
     argv = [f"--interval={interval}", f"--format={format}", f"--cgroup={cgroup}"]
     for name, value in (("--job-id", job_id), ("--out", out), ("--summary", summary),
                         ("--store", store), ("--cgroup-version", cgroup_version)):

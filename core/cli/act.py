@@ -51,7 +51,7 @@ def schedulers(cfg):
 def act(store_arg, dry_run, as_json):
     from .. import config
     from ..actions import actor
-    from ..config_actions import resources
+    from ..config.actions import resources
     try:
         cfg = config.load()
         resources(cfg["actions"])

@@ -274,7 +274,7 @@ def register(app):
         Redrawn in place until q or Ctrl-C; into a pipe, plain screens one after the
         other."""
         from ..render.live import watch_screen
-        from ..runner import argv_text
+        from ..job.runner import argv_text
         job_id = argv_text(job_id)
         sp, st = sources(spool, store)
         job, jobs, problems = find(job_id, sp, st, samples + 1)

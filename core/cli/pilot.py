@@ -24,7 +24,7 @@ def register(app):
         """Partition a pilot's core-hours and GPU-hours: validation, decision problem,
         goodput, misconfiguration and preemption badput, pilot overhead."""
         from ..render import pilot as render
-        from ..config_ownership import pilot_accounts
+        from ..config.ownership import pilot_accounts
         from ..report.pilot_records import PilotNotFound, pilot_account
         from .reading import argv_text, for_reader, open_store, site_config
         from ..printable import clean

@@ -89,7 +89,7 @@ def _ownership(st, records, with_scheduler):
     """({id(record): verdict}, {id(claim): claim}, {job: its confirmed owners}) of one
     query's records, settled where `jobmon reconcile` has not (asking the scheduler
     unless --no-scheduler) on copies: the report shows each record as stored."""
-    from ..config_ownership import pilot_accounts
+    from ..config.ownership import pilot_accounts
     from ..report import ownership
     settled = for_reader(st, [dict(r) for r in records], with_scheduler, write=False)
     by_copy = ownership.settle(settled, pilot_accounts(site_config()))
@@ -118,7 +118,7 @@ def _users(records):
 
 def _batch_records(st, name, user):
     """The records of the jobs of the batch (Slurm array, HTCondor batch or DAG) `name`."""
-    from ..batches import in_batch
+    from ..summary.batches import in_batch
     from ..report.runs import is_step
     from ..stores.ids import JobRef
     ids = sorted({r["job"] for r in st.summaries(user=user, fields=()) if in_batch(r, name)

@@ -34,8 +34,8 @@ def open_store(store: Optional[str]):
 
 
 def argv_text(value):
-    """An argument as the writer stores it (jobmon.runner.argv_text); None stays None."""
-    from ..runner import argv_text as stored
+    """An argument as the writer stores it (jobmon.job.runner.argv_text); None stays None."""
+    from ..job.runner import argv_text as stored
     return None if value is None else stored(value)
 
 

@@ -65,7 +65,7 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
         raise typer.BadParameter(f"{until!r} is not after --since {since!r}",
                                  param_hint="--until")
     lim = dict(limits(), top=top)
-    from ..config_ownership import pilot_accounts
+    from ..config.ownership import pilot_accounts
     from .reading import for_reader, site_config
     # hourly rollups where the store has them, the rest read an hour at a time
     # (jobmon.report.rollup) and settled as the scheduler says; an embedded store keeps

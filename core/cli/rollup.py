@@ -51,7 +51,7 @@ def register(app):
             from .reading import open_store
             reader = open_store(store)
             save = reader.save_rollup
-        from ..config_ownership import pilot_accounts
+        from ..config.ownership import pilot_accounts
         from .reading import for_reader
         # settled as jobmon report settles the hours it reads (the scheduler's word that
         # jobmon reconcile has not written yet); rolled up again until it is in

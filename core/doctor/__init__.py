@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 
-from .. import job_user_check
+from ..job import job_user_check
 
 SCHEDULERS = {"htcondor": ("jobmon.plugins.condor.doctor", "condor_config_val"),
               "slurm": ("jobmon.plugins.slurm.doctor", "scontrol")}

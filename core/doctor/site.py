@@ -7,7 +7,8 @@ import pwd
 import stat
 import time
 
-from .. import config, job_user_check
+from .. import config
+from ..job import job_user_check
 from . import FAIL, OK, WARN, Check
 
 SHIPPER_STALE_SECONDS = 600     # a shipper (cron every minute, or --follow) runs more often
@@ -216,7 +217,7 @@ def _stamp(t):
 
 def measured_by():
     """What a job here would be measured by (jobmon run, or a scheduler's job cgroup)."""
-    from .. import cgroup_search
+    from ..cgroups import search as cgroup_search
     roots = cgroup_search.roots()
     if "v2" in roots:
         return Check("measured", OK, f"cgroup v2 at {roots['v2']} (a job's cgroup where "

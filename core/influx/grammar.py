@@ -1,7 +1,7 @@
 """Is it jobmon line protocol? The grammar of one spool line, checked fast.
 
 Spool files are written by job users, so the shipper checks every line against the
-grammar of what jobmon.lineprotocol writes before sending it: a line that does not parse
+grammar of what jobmon.influx.lineprotocol writes before sending it: a line that does not parse
 here could make the server split or join points differently from the shipper's view.
 
 Speed (the shipper's largest cost): the grammar never needs to backtrack -- each token

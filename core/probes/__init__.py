@@ -27,12 +27,26 @@ class Probe:
         """What the kernel holds the job to: {"cores": n} when its processes may run on
         fewer CPUs than the node has (a cpuset, taskset); cgroup probes add their CPU quota
         and memory limit ({"memory_bytes": n}). Read while the job runs."""
-        from ..efficiency import affinity_cores
+        from ..summary.efficiency import affinity_cores
         try:
             cores = affinity_cores(self.pids())
         except OSError:
             cores = None
         return {} if cores is None else {"cores": cores}
+
+    def close(self):
+        pass
+
+
+class NoProbe:
+    """For a job whose cgroup was never seen: nothing measured, nothing guessed."""
+    method = "none"
+
+    def read(self, final=False):
+        return {}
+
+    def pids(self):
+        return []
 
     def close(self):
         pass

@@ -7,7 +7,7 @@ from .files import read_all, read_once, reader
 def cgroup_limits(base, memory_file, quota_file, period_file=None):
     """base limits() plus the cgroup's memory limit and CPU quota, where set (v2: memory.max
     and cpu.max "QUOTA PERIOD"; v1: memory.limit_in_bytes, cpu.cfs_quota_us/_period_us)."""
-    from ..efficiency import cgroup_cpu_quota, cgroup_memory_limit
+    from ..summary.efficiency import cgroup_cpu_quota, cgroup_memory_limit
     out = dict(base)
     try:
         mem = cgroup_memory_limit(read_once(memory_file).decode())

@@ -366,7 +366,7 @@ class ProcfsProbe(Probe):
 
     def limits(self):
         """Probe.limits from a process the last walk found (no walk of its own)."""
-        from ..efficiency import affinity_cores
+        from ..summary.efficiency import affinity_cores
         live = next((p.pid for p in self.procs.values() if p.state not in ZOMBIE), None)
         try:
             cores = affinity_cores([] if live is None else [live])

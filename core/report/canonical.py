@@ -17,8 +17,8 @@ import signal as _signal
 from dataclasses import dataclass
 
 # the unit arithmetic is the summary's too (written inside the job at its end)
-from ..efficiency import (CANONICAL_MEMORY_BYTES, GIB, limited_by, number,  # noqa: F401,E402
-                          signal_name, sizing_peak, whole_units)
+from ..summary.efficiency import (  # noqa: F401,E402
+    CANONICAL_MEMORY_BYTES, GIB, limited_by, number, signal_name, sizing_peak, whole_units)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def job_canonical(provisioned, used, wall_seconds, memory_per_unit=CANONICAL_MEM
 
 def used_from_summary(summary):
     """What a run used, from jobmon's summary (docs/metrics.md): average cores busy
-    ((user + system CPU) / wall), the memory peak that sizes it (jobmon.efficiency.
+    ((user + system CPU) / wall), the memory peak that sizes it (jobmon.summary.efficiency.
     sizing_peak: the footprint, page cache left out as reclaimable, where jobmon reaped the
     job; else the kernel's exact peak, cache included), and GPUs busy (gpu_count x average
     utilization; None without GPU figures)."""

@@ -1,6 +1,6 @@
 """One job run's efficiency and canonical-unit figures, for reports over many jobs.
 
-The sampler writes these figures into the end-of-job summary (jobmon.efficiency; docs/
+The sampler writes these figures into the end-of-job summary (jobmon.summary.efficiency; docs/
 metrics.md); summaries written before it did lack them. efficiency_of() takes every figure
 the summary holds as it is and computes the missing ones the way the sampler does, from the
 summary's totals and the job's tags (the scheduler's requests and allocations). A figure
@@ -12,7 +12,7 @@ signal: a SIGSEGV is the user's, a SIGKILL from outside of unknown cause).
 
 Read side, standard library only.
 """
-from .. import efficiency
+from ..summary import efficiency
 from . import canonical
 
 ALLOCATION = ("cores_requested", "cores_allocated", "mem_requested_bytes",
@@ -29,7 +29,7 @@ STORED = ALLOCATION + (
 # chose the kernel's exact peak took them from its sampled one, so they are computed anew
 FROM_PEAK = ("mem_sizing_peak_bytes", "mem_sizing_basis", "mem_efficiency_percent",
              "idle_canonical_core_hours", "idle_limited_by")
-# the tags jobmon.efficiency.allocation reads
+# the tags jobmon.summary.efficiency.allocation reads
 _ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "RequestMemory",
                     "request_memory", "MemoryProvisioned", "RequestGPUs", "request_gpus",
                     "GPUsProvisioned")

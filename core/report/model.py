@@ -5,11 +5,11 @@ Renderers (jobmon.render.*) only lay this out; they compute nothing.
 import time
 
 from ..summary import from_samples
-from ..advice import advise
+from ..summary.advice import advise
 from ..metrics import STALL_COUNTERS
-from ..oom import story
-from ..config_report import defaults
-from ..efficiency import BASIS_TEXT, RESIDENT
+from ..summary.oom import story
+from ..config.report import defaults
+from ..summary.efficiency import BASIS_TEXT, RESIDENT
 from . import canonical, node_figures, nodes
 from .job_efficiency import efficiency_of
 from .scheduler import ending
@@ -241,7 +241,7 @@ def _efficiency(s, tags, scheduler, nodes):
     if nodes > 1 and s.get("wall_seconds") and alloc.get("cores_allocated"):
         # the job's total cores and GPUs against its nodes' summed CPU; not its memory,
         # which no one figure of the nodes' (each its own peak) is measured against
-        from ..efficiency import figures
+        from ..summary.efficiency import figures
         return figures(s, {k: v for k, v in alloc.items() if not k.startswith("mem_")})
     if nodes > 1 or not alloc:
         return efficiency_of(s, tags) if s.get("wall_seconds") else {}

@@ -6,7 +6,7 @@ Imbalance is max / mean over the nodes: 1.0 when every node did alike, the numbe
 when one node did all of it (the others sat idle: the classic `#SBATCH -N2` script that
 never calls srun).
 """
-from ..efficiency import sizing_peak
+from ..summary.efficiency import sizing_peak
 
 
 def cpu_seconds(s):

@@ -19,7 +19,7 @@ the same way in memory by the readers):
                then it is a claim on that job
 
 Read side, standard library only."""
-from ..config_ownership import is_pilot_account
+from ..config.ownership import is_pilot_account
 from ..stores.ids import schedd_of
 
 OWN, CLAIM, UNCONFIRMED, LOCAL = "own", "claim", "unconfirmed", "local"

@@ -12,7 +12,7 @@ The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it
 """
 from .canonical import (NO_CAUSE, Classification, Resources, classify, resources_from_condor,
                         run_end)
-from ..config_ownership import is_pilot_account
+from ..config.ownership import is_pilot_account
 from .ownership import CLAIM, settle, why
 from .pilot import CATEGORIES, Payload, Pilot, account
 from .runs import is_step
@@ -189,7 +189,7 @@ def pilot_account(store, pilot_id, given_validated=None, settled=None, accounts=
                   user=None):
     """The model of the pilot stored under `pilot_id` (its latest record that is no claim;
     of `user`). settled(records): records with their reconciliation applied
-    (jobmon.cli.reconcile); accounts: the site's pilot accounts (jobmon.config_ownership)."""
+    (jobmon.cli.reconcile); accounts: the site's pilot accounts (jobmon.config.ownership)."""
     from ..stores.ids import JobRef
     recs = store.records(JobRef(pilot_id, [pilot_id]))   # that id exactly, as it is stored
     rec, others = pilot_record(settled(recs) if settled and recs else recs, pilot_id,

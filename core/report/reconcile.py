@@ -32,7 +32,7 @@ import re
 import time
 
 from .. import accounting
-from ..config_ownership import pilot_accounts
+from ..config.ownership import pilot_accounts
 from ..summary import from_samples
 from .model import STALE_INTERVALS, STALE_SECONDS
 from .ownership import CLAIM, SCHEDULERS, judge
@@ -131,9 +131,9 @@ def plan(store, records, cfg=None, now=None, sources=None, final_without_source=
 
 
 def _advice(summary, cfg):
-    """The run's advice (jobmon.advice) by the site's thresholds, as the summary has it."""
-    from ..advice import summary_text
-    from ..config_report import defaults
+    """The run's advice (jobmon.summary.advice) by the site's thresholds, as the summary has it."""
+    from ..summary.advice import summary_text
+    from ..config.report import defaults
     try:
         report = cfg["report"]
     except (TypeError, KeyError):   # no site configuration here

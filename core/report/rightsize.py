@@ -2,19 +2,19 @@
 batch's tasks, and a concrete request that fits them ("request 2.5 GiB: covers 99 % of the
 tasks' peaks").
 
-A batch is the jobs one submission made, by one user (jobmon.batches.batch_of). A task
+A batch is the jobs one submission made, by one user (jobmon.summary.batches.batch_of). A task
 is one job id: its peak is the largest over its runs and nodes, its CPU the most cores it
 kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
 its job's own record holds it. The peak is the one that sizes a job
-(jobmon.efficiency.sizing_peak): the resident peak where jobmon reaped the job, else the
+(jobmon.summary.efficiency.sizing_peak): the resident peak where jobmon reaped the job, else the
 kernel's exact one (page cache included); a batch with sampled peaks says so.
 
 Read side, standard library only.
 """
 import math
 
-from ..batches import batch_of
-from ..efficiency import RESIDENT, KERNEL, SAMPLED
+from ..summary.batches import batch_of
+from ..summary.efficiency import RESIDENT, KERNEL, SAMPLED
 from ..printable import size
 from . import job_efficiency
 from .distribution import quantile

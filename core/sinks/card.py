@@ -74,7 +74,7 @@ def site_settings(warn=_nothing):
     except Exception as e:
         warn(f"report card: site configuration unusable ({e})")
         try:
-            from jobmon.config_report import defaults
+            from jobmon.config.report import defaults
             return defaults()
         except Exception:
             return dict(_DEFAULTS)

@@ -3,10 +3,10 @@
 card_lines(summary, advice) is pure: the end-of-job summary (docs/metrics.md, with the
 efficiency fields where the sampler wrote them; any of them may be absent) and advice
 lines in, at most MAX_LINES lines of at most MAX_COLUMNS columns out; advice_for() asks
-jobmon.advice. Standard library only: the HTCondor wrapper and the
+jobmon.summary.advice. Standard library only: the HTCondor wrapper and the
 Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
 """
-from ..efficiency import BASIS_TEXT, signal_name, sizing_peak
+from ..summary.efficiency import BASIS_TEXT, signal_name, sizing_peak
 from ..printable import clean, co2e, energy, fixed, size
 
 MAX_LINES, MAX_COLUMNS = 8, 80
@@ -173,10 +173,10 @@ def card_text(summary, advice=()):
 
 
 def advice_for(summary, cfg):
-    """[(rule, text)] from jobmon.advice, or [] where it fails: the card never depends on
+    """[(rule, text)] from jobmon.summary.advice, or [] where it fails: the card never depends on
     it."""
     try:
-        from .. import advice
+        from ..summary import advice
         return [(a["rule"], a["text"]) for a in advice.advise(summary, cfg)]
     except Exception:
         return []

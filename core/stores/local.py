@@ -9,7 +9,7 @@ import os
 # importing them would cost every job ~4 ms of CPU at its start
 import _sqlite3 as sqlite3
 
-from ..jsontext import dumps
+from ..sinks.jsontext import dumps
 from ..sinks import Sink
 from . import Store
 
@@ -273,5 +273,5 @@ def _info(info, summary, row):
 
 
 def _loads(text):
-    import json      # the read side only: a job's writer never needs it (jobmon.jsontext)
+    import json      # the read side only: a job's writer never needs it (jobmon.sinks.jsontext)
     return json.loads(text)

@@ -15,7 +15,8 @@ no job's environment needs it (nor can choose another). Run outside jobs.
 import os
 import sys
 
-from jobmon import config, job_user_check
+from jobmon import config
+from jobmon.job import job_user_check
 
 WRAPPER = '''#!{python} {flags}
 # jobmon's HTCondor job wrapper, written by `jobmon-condor-setup`: USER_JOB_WRAPPER =

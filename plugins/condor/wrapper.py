@@ -5,7 +5,7 @@ directory, with the job's environment. The wrapper stays the job's top process: 
 starter SIGKILLs the rest of a job the moment its top process exits, so a sampler left
 beside an exec'd job would lose its last sample. It forks the job, forwards every signal,
 takes the last sample once the job has ended, and exits with the job's exact status (the
-lifecycle of `jobmon run`, jobmon.runner).
+lifecycle of `jobmon run`, jobmon.job.runner).
 
 It never harms the job. If anything about monitoring fails, the job runs unmonitored; only
 a job that cannot be executed makes it tell the shadow (Chirp) or write
@@ -43,7 +43,7 @@ def main(argv=None, config=None):
         plan = Plan(argv, os.environ, warnings, config)
         if not plan.monitor:   # opted out: exec'd before the runner is even loaded
             exec_job(argv)
-        from jobmon import runner
+        from jobmon.job import runner
     except Exception as e:   # fail open: the job runs, unmonitored
         warnings.write(f"jobmon: monitoring disabled: {type(e).__name__}: {e}\n")
         exec_job(argv)
@@ -136,7 +136,7 @@ class MonitoringOff(Exception):
 
 
 class Args:
-    """`jobmon run`'s options for jobmon.runner.run, as the wrapper sets them; the interval
+    """`jobmon run`'s options for jobmon.job.runner.run, as the wrapper sets them; the interval
     is read (with the site configuration) only when the runner first needs it."""
 
     def __init__(self, plan, argv):
@@ -231,12 +231,12 @@ def _has_children():
 
 
 def _undo_runner_setup():
-    """What jobmon.runner changed in this process that an exec would pass on to the job:
+    """What jobmon.job.runner changed in this process that an exec would pass on to the job:
     the blocked signals and the child subreaper flag."""
     import signal
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     try:
-        from jobmon import launcher
+        from jobmon.job import launcher
         launcher.prctl(launcher.PR_SET_CHILD_SUBREAPER, 0)
     except (OSError, AttributeError, ImportError):
         pass

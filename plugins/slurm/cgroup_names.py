@@ -1,5 +1,5 @@
 """Which cgroup directories are a Slurm job's: names for the core's search
-(jobmon.cgroup_search), which never assumes where they are.
+(jobmon.cgroups.search), which never assumes where they are.
 
 Shapes Slurm makes (the search finds each without knowing it):
   v1:  <hierarchy>/slurm[_<node>]/uid_<uid>/job_<id>/step_<s>/task_<t>

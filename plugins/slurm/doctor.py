@@ -6,7 +6,8 @@ Run outside jobs."""
 import glob
 import os
 
-from jobmon import cgroup_search, config
+from jobmon.cgroups import search as cgroup_search
+from jobmon import config
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
 from . import hooks, install

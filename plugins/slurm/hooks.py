@@ -12,7 +12,7 @@ held; this one exits 0 whatever happens, and runs nothing but the interpreter (`
 Sampler (the Prolog's grandchild, detached, a fork of the interpreter that is already
 running): finds jobmon (site-packages), drops to the job's user, identifies the job,
 waits for its cgroup and samples it until the job is over (jobmon.plugins.slurm.sampler,
-jobmon.watch). What fails before its own warnings are set up is said in syslog, or where
+jobmon.attach.watch). What fails before its own warnings are set up is said in syslog, or where
 syslog receives nothing in the run directory's warnings.log.
 
 Epilog (root, after the job): tells the job's sampler the job's exit status and to

@@ -9,7 +9,8 @@ Run outside jobs (an admin's command); hooks.py is what slurmd runs.
 import os
 import sys
 
-from jobmon import config, job_user_check
+from jobmon import config
+from jobmon.job import job_user_check
 
 from . import hooks
 

@@ -1,5 +1,5 @@
 """The per-job sampler the Slurm Prolog starts (hooks.py forks it, detached): the site's
-settings, the job's user, the job's identity, the Epilog's word -- then jobmon.watch.
+settings, the job's user, the job's identity, the Epilog's word -- then jobmon.attach.watch.
 
 Standard library only; it runs beside every job. Its warnings go to syslog (or where
 `slurm.warnings` says), tagged with the job, never to the job's output; where syslog
@@ -122,7 +122,7 @@ def sweep(run_dir, keep):
 def stop_channel(pid_path):
     """A Stop the Epilog's SIGTERM fires (through a self-pipe), with the exit status it
     left beside the pid file."""
-    from jobmon.watch import Stop
+    from jobmon.attach.watch import Stop
     r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(w)
     stops = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -192,8 +192,8 @@ def _run(ident, warnings, opts, pid_path, environ, epilog):
         return 1
     if not site["enabled"]:
         return 0
-    from jobmon import cgroup_search
-    from jobmon.watch import Options, Watch
+    from jobmon.cgroups import search as cgroup_search
+    from jobmon.attach.watch import Options, Watch
     where = cgroup_search.roots()
     wanted = cgroup_names.wanted(environ)
     skip, choose = cgroup_names.skipper(environ), cgroup_names.chooser(environ)

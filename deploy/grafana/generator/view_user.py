@@ -9,7 +9,7 @@ JOBS = (f'SELECT "wall_seconds", "cores_allocated", "cpu_efficiency_percent", '
         f'"mem_efficiency_percent", "mem_sizing_peak_bytes", "idle_canonical_core_hours", '
         f'"exit_code", "outcome", "outcome_reason", "batch", "tags" FROM "{JOB}" WHERE {U} '
         f'GROUP BY {ONE_RUN}, "host", "cluster"')
-# the batch each job belongs to, as `jobmon report` groups them (jobmon.batches: a Slurm
+# the batch each job belongs to, as `jobmon report` groups them (jobmon.summary.batches: a Slurm
 # array, an HTCondor batch, DAG or cluster), in its summary
 BATCH = "batch"
 

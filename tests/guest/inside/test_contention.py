@@ -11,8 +11,8 @@ from contention import DIRECT_READ, SPIN, THRASH, cpu_hogs, data_file, disk_of
 from helpers import PYTHON
 from jobrun import MiB
 
-from jobmon.advice import advise
-from jobmon.config_report import defaults
+from jobmon.summary.advice import advise
+from jobmon.config.report import defaults
 
 
 def advice(summary):

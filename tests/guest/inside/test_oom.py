@@ -10,7 +10,7 @@ from helpers import JOBMON, PYTHON, shared_tmpdir
 from jobrun import MiB
 
 from jobmon import cgroups
-from jobmon.oom import story
+from jobmon.summary.oom import story
 
 GREEDY = ("import sys, time\nx = b'1' * (16 << 20)\ntime.sleep(1)\n"
           "y = b'2' * (64 << 20)\ntime.sleep(1)\n")

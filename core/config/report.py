@@ -1,5 +1,5 @@
 """The [report] section of the site configuration: the thresholds of every advice rule
-(core/advice.py), of `jobmon report`'s suspects and right-sizing, of the live views'
+(core/summary/advice.py), of `jobmon report`'s suspects and right-sizing, of the live views'
 warnings, and where end-of-job report cards go. docs/reports.md and docs/configuration.md
 document every key. Standard library only (read inside jobs: the report card, the early
 warning)."""

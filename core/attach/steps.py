@@ -10,9 +10,9 @@ what ran in none of them). Standard library only.
 import os
 import time
 
-from .probes.cgroup_v1 import split_cpu
-from .probes.cgroup_v2 import parse_cpu_stat
-from .probes.files import read_all, read_once
+from ..probes.cgroup_v1 import split_cpu
+from ..probes.cgroup_v2 import parse_cpu_stat
+from ..probes.files import read_all, read_once
 
 
 def _int(path):
@@ -86,8 +86,8 @@ def read_step_v2(d):
 
 class Steps:
     def __init__(self, cg, step_name, own=None, ends=None):
-        """own: watch_probe.OwnLeaves, the scheduler's processes below the steps; ends:
-        watch_ends.EndKills, told each step's processes at each read."""
+        """own: probe.OwnLeaves, the scheduler's processes below the steps; ends:
+        ends.EndKills, told each step's processes at each read."""
         self.cg, self.step_name, self.own, self.ends = cg, step_name, own, ends
         self.base = cg.dirs.get("v2") or cg.dirs["cpuacct"]
         self.seen = {}     # step -> its record

@@ -1,12 +1,12 @@
 """One monitored job: description -> probe -> sampler -> sinks -> end record.
 
-Shared by `jobmon run` and the HTCondor wrapper (runner.py), the library API (api.py)
-and the attach mode for jobs someone else started (watch.py). Standard library only.
+Shared by `jobmon run` and the HTCondor wrapper (runner.py), the library API
+(jobmon.api) and the attach mode for jobs someone else started (jobmon.attach.watch). Standard library only.
 """
 import os
 
 from .sampler import Sampler, reaped_peak
-from .summary import exit_fields
+from ..summary import exit_fields
 
 
 def user_name(uid=None):
@@ -30,7 +30,7 @@ def open_probe(cg, warn, root=None, include_root=False, command=None):
     """The job's probe: its cgroup's if it has one that works, else its process tree
     below `root` (default: this process, which started `command`); plus what the node
     reader publishes for it (GPUs, energy, network) where it runs."""
-    from .probes import select, with_node
+    from ..probes import select, with_node
     probe = None
     if cg is not None:
         try:
@@ -49,24 +49,24 @@ def open_sinks(store, out, fmt, warn):
     spool = None
     if store is None:
         try:
-            from . import config
+            from .. import config
             cfg = config.load()
             if cfg.uses_influxdb:
-                from .sinks.spool import SpoolSink
+                from ..sinks.spool import SpoolSink
                 spool = SpoolSink(cfg["spool"]["dir"])
         except Exception as e:  # fail open: the embedded store keeps the samples
             warn(f"InfluxDB spool unusable ({e}); using the embedded store")
     if spool is not None:
         sinks.append(spool)
     elif store != "none":
-        from .stores import store_path
-        from .stores.local import LocalStore
+        from ..stores import store_path
+        from ..stores.local import LocalStore
         try:
             sinks.append(LocalStore(store or store_path()))
         except Exception as e:
             warn(f"store not writable ({e}); samples not stored")
     if out:
-        from .sinks.textfile import TextSink
+        from ..sinks.textfile import TextSink
         try:
             sinks.append(TextSink(out, fmt))
         except OSError as e:
@@ -134,7 +134,7 @@ class Session:
             tasks_peak = None   # that moment, not the job's: the samples say what it had
         s = {k: self.job.get(k) for k in ("job", "host", "user", "method", "start_time", "tags")}
         procs_peak = getattr(sampler.probe, "procs_peak", lambda: None)()
-        from .config import report_section
+        from ..config import report_section
         report = report_section(sampler._warn)
         s.update(sampler.fold.totals(tasks_peak, procs_peak, report["idle_allocation_seconds"]))
         s["end_time"] = round(self.job["start_time"] + s["wall_seconds"], 3)
@@ -149,11 +149,11 @@ class Session:
         node = getattr(sampler.probe, "node_summary", None) or \
             getattr(sampler.probe, "gpu_summary", None)
         s.update(node() if node else {"gpu_samples_missing": None})
-        from .efficiency import allocation, figures, sizing_basis
+        from ..summary.efficiency import allocation, figures, sizing_basis
         s["mem_sizing_basis"] = sizing_basis(s, reaped=sampler.kernel_peak is not None)
         alloc = allocation(self.job.get("tags"), self.limits or self._limits(), s.get("gpu_count"))
         s.update(figures(s, alloc))
-        from .probes.pressure import psi_state
+        from ..probes.pressure import psi_state
         s["network_fs"] = sampler.netfs.text() if sampler.netfs else None
         s["pressure_source"] = getattr(sampler.probe, "pressure_source", None)
         s["psi"] = psi_state()
@@ -163,7 +163,7 @@ class Session:
                 str(self.job["command"][0]))) if killed and self.job.get("command") else None))
             self.oom.close()
         s["command"] = self.job.get("command")
-        from .batches import batch_text
+        from ..summary.batches import batch_text
         s["batch"] = batch_text(self.job)
         if any(getattr(x, "ships", False) for x in sampler.sinks):   # ~2 ms: where it is read
             s["advice"] = _advice(s)
@@ -177,7 +177,7 @@ def _oom_watch(probe):
     d = cg and (cg.dirs.get("memory") or cg.dirs.get("v2"))
     if not d:
         return None
-    from .oom import OomWatch
+    from ..summary.oom import OomWatch
     try:
         return OomWatch(d)
     except Exception:
@@ -187,14 +187,14 @@ def _oom_watch(probe):
 def _advice(summary):
     """The advice on the run by the site's thresholds (its [report], else the defaults),
     for the summary's `advice`; None where it fails (never the job's end)."""
-    from .config_report import defaults
+    from ..config.report import defaults
     try:
-        from . import config
+        from .. import config
         cfg = config.load()["report"]
     except Exception:   # the job's end goes on: the defaults
         cfg = defaults()
     try:
-        from .advice import summary_text
+        from ..summary.advice import summary_text
         return summary_text(summary, cfg)
     except Exception:
         return None

@@ -9,7 +9,7 @@ thousand jobs holds a thousand job directories).
 """
 import os
 
-from .cgroups import V1_CONTROLLERS, JobCgroups, parse_mountinfo
+from . import V1_CONTROLLERS, JobCgroups, parse_mountinfo
 
 MAX_DEPTH = 8   # scheduler job cgroups sit 2-4 levels down (slice / scope / job)
 

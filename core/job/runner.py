@@ -9,7 +9,8 @@ import os
 import sys
 import time
 
-from . import cgroups, launcher, trampoline
+from .. import cgroups
+from . import launcher, trampoline
 
 USAGE = "jobmon run [OPTIONS] -- CMD [ARGS...]"
 
@@ -185,7 +186,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
     elif cg is not None and not cg.created:
         session.zero()
     # the trampoline's CPU is jobmon's: in a cgroup's counters with the cgroup's split of
-    # user and system time (jobmon.sampler.take_off), in the procfs probe's (jobmon's
+    # user and system time (jobmon.job.sampler.take_off), in the procfs probe's (jobmon's
     # RUSAGE_CHILDREN) with the very split wait4 gave
     if probe.method.startswith("cgroup"):
         session.sampler.cpu_overhead = sum((overhead or {}).values())
@@ -201,7 +202,7 @@ def record_failed_start(args, identity, err, start):
     """A command that could not be started still gets a record: the exit status a shell
     gives (126, 127), no figures, and why (tag `start_failed`)."""
     from .session import Session, describe_job, open_sinks
-    from .watch_probe import NoProbe
+    from ..probes import NoProbe
     job_id, tags, scheduler, run = (args.job_id, args.tags, "local", None) if identity is None \
         else (identity.job, identity.tags, identity.scheduler, identity.run)
     try:
@@ -218,8 +219,8 @@ def counters_now(cg):
     """An existing cgroup's counters just before the command starts, or None. Its counters
     run from the cgroup's creation; subtracted at the first sample instead, they would lose
     what the command used while jobmon set the sampler up."""
-    from .metrics import COUNTERS
-    from .probes import select
+    from ..metrics import COUNTERS
+    from ..probes import select
     try:
         probe = select(cgroups=cg)
         try:
@@ -233,7 +234,7 @@ def counters_now(cg):
 
 def finish(job, sup, cg, args):
     """Final read after the job's last process is gone: exact totals, not the last sample."""
-    from .probes.procfs import reaped_io
+    from ..probes.procfs import reaped_io
     extra = {}
     if cg is not None and sup.status is not None:
         try:  # jobmon reaped the whole job: the kernel's per-task I/O totals are complete
@@ -251,7 +252,7 @@ def finish(job, sup, cg, args):
 
 
 def write_json(path, obj):
-    from .jsontext import dumps
+    from ..sinks.jsontext import dumps
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w") as f:
         f.write(dumps(obj, indent=1) + "\n")

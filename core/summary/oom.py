@@ -108,7 +108,7 @@ def parse_kills(records):
 def memcg_path(d):
     """The cgroup path the kernel names a cgroup directory by (relative to its hierarchy's
     root, as in /proc/<pid>/cgroup), or None."""
-    from .cgroups import parse_mountinfo
+    from ..cgroups import parse_mountinfo
     try:
         with open("/proc/self/mountinfo") as f:
             mounts = parse_mountinfo(f.read())
@@ -199,7 +199,7 @@ class OomWatch:
 def story(s):
     """The job's OOM kills for people, from its summary: [line], [] without one. Every
     text that came from the job (its command name) is cleaned (jobmon.printable)."""
-    from .printable import clean, fixed, size
+    from ..printable import clean, fixed, size
     n = s.get("oom_kills")
     if not n:
         return []

@@ -18,10 +18,10 @@ CHECK_USER = "nobody"
 # what each entry point imports as the job's user (the rest of the per-job path is
 # imported from these, at once or once the job runs)
 MODULES = {
-    "condor": ("jobmon.plugins.condor.wrapper", "jobmon.runner", "jobmon.session",
+    "condor": ("jobmon.plugins.condor.wrapper", "jobmon.job.runner", "jobmon.job.session",
                "jobmon.probes.procfs", "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2",
                "jobmon.sinks.spool", "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
-    "slurm": ("jobmon.plugins.slurm.sampler", "jobmon.watch", "jobmon.cgroup_search",
+    "slurm": ("jobmon.plugins.slurm.sampler", "jobmon.attach.watch", "jobmon.cgroups.search",
               "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2", "jobmon.sinks.spool",
               "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
 }

@@ -16,13 +16,14 @@ import os
 import select
 import time
 
-from . import cgroup_search
-from .efficiency import sizing_basis, sizing_peak
-from .session import Session, describe_job, open_probe, open_sinks
-from .watch_probe import Excluding, Held, NoProbe, OwnLeaves
-from .watch_ends import EndKills
-from .watch_steps import Steps, started
-from .watch_wait import Stop, proc_environ, wait, wait_for_cgroup
+from ..cgroups import search as cgroup_search
+from ..summary.efficiency import sizing_basis, sizing_peak
+from ..job.session import Session, describe_job, open_probe, open_sinks
+from ..probes import NoProbe
+from .probe import Excluding, Held, OwnLeaves
+from .ends import EndKills
+from .steps import Steps, started
+from .wait import Stop, proc_environ, wait, wait_for_cgroup
 
 MAX_PIDFDS = 32          # the job's oldest processes; its end is theirs
 LOOK = 0.1               # seconds between looks for new steps (one directory listing)
@@ -60,8 +61,8 @@ class Watch:
         is not needed; step_name(dir name) -> step id or None (not a step);
         next_run(identity) -> the identity of the job's next run on this node;
         own_leaves: names of the leaves below each step that hold the scheduler's own
-        processes (watch_probe.py); task_parent: the command name of the process that
-        starts a step's tasks (watch_ends.py: what it kills when they end)."""
+        processes (probe.py); task_parent: the command name of the process that
+        starts a step's tasks (ends.py: what it kills when they end)."""
         self.identity, self.find, self.opts, self.warn = identity, find, opts, warn
         self.own_leaves, self.task_parent = own_leaves, task_parent
         self.stop = stop or Stop()
@@ -72,7 +73,7 @@ class Watch:
         self.pidfds = {}          # pid -> pidfd
         self.seen_procs = False
         self.steps = None
-        self.ends = None          # watch_ends.EndKills of the run being sampled
+        self.ends = None          # ends.EndKills of the run being sampled
 
     def run(self):
         """Sample the job's runs on this node until told it is over. A requeued job may

@@ -6,9 +6,9 @@ summary) and gets the same figures the summary would have.
 """
 import os
 
-from .config_report import REPORT
+from ..config.report import REPORT
 from .idle import IDLE_CORES, Stretches   # noqa: F401  (IDLE_CORES: a sample is idle below it)
-from .metrics import NODE_COUNTERS, STALL_COUNTERS
+from ..metrics import NODE_COUNTERS, STALL_COUNTERS
 
 # sample field -> summary field holding its largest value
 PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",

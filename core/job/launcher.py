@@ -80,7 +80,7 @@ def find_executable(name, path=None):
 def spawn(argv, cgroups=None, trampoline=None, overhead=None):
     """Start argv as our child; it joins `cgroups` first. Returns the child's pid.
 
-    With `trampoline` (a jobmon.trampoline memfd) the forked child execs the trampoline,
+    With `trampoline` (a jobmon.job.trampoline memfd) the forked child execs the trampoline,
     which starts the job as our child with a memory of its own; without it, or if the
     kernel refuses the trampoline, the forked child execs argv itself. The trampoline is
     jobmon's, not the job's: the CPU it used after joining `cgroups` (all of it without
@@ -284,14 +284,14 @@ def _walk(children, everyone):
 
 
 def _kernel_children(pid):
-    from .probes.files import read_all
+    from ..probes.files import read_all
     return [int(k) for t in os.listdir(f"/proc/{pid}/task")
             for k in read_all(f"/proc/{pid}/task/{t}/children").split()]
 
 
 def _parent(pid):
     """A live process's parent; None for a zombie or one gone."""
-    from .probes.files import parse_stat, read_once
+    from ..probes.files import parse_stat, read_once
     try:
         ppid, state = parse_stat(read_once(b"/proc/%d/stat" % pid))[:2]
     except (OSError, ValueError, IndexError):

@@ -2,12 +2,12 @@
 [report] section (docs/reports.md lists every rule). Nothing is evaluated from strings.
 
 Each rule takes (summary, cfg) -- the summary with the efficiency figures of
-jobmon.efficiency, cfg the [report] section -- and returns one line or None.
+jobmon.summary.efficiency, cfg the [report] section -- and returns one line or None.
 """
 import math
 
 from .efficiency import BASIS_TEXT, sizing_peak
-from .printable import fixed, size
+from ..printable import fixed, size
 
 GIB = 1 << 30
 
@@ -66,7 +66,7 @@ def cpu_oversubscribed(s, cfg):
 
 
 def _peak(s):
-    """The peak that sizes the job (jobmon.efficiency.sizing_peak) and how to name it."""
+    """The peak that sizes the job (jobmon.summary.efficiency.sizing_peak) and how to name it."""
     peak, basis = sizing_peak(s)
     return peak, BASIS_TEXT.get(basis, "peak")
 

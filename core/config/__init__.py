@@ -7,9 +7,9 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-from . import config_actions, config_node, config_report, toml_subset
-from .config_ownership import OWNERSHIP
-from .config_report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
+from . import actions, node, report, toml_subset
+from .ownership import OWNERSHIP
+from .report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
 
@@ -73,8 +73,8 @@ SCHEMA = {
         "sacct": (str, "sacct"),              # read side: the sacct program
         "accounting": (str, "auto"),          # read side: auto, sacct, pyslurm
     },
-    "report": REPORT,                         # advice, cards: core/config_report.py
-    "ownership": OWNERSHIP,                   # who runs others' jobs: core/config_ownership.py
+    "report": REPORT,                         # advice, cards: core/config/report.py
+    "ownership": OWNERSHIP,                   # who runs others' jobs: core/config/ownership.py
     "procs": {                                # per-process breakdown; docs/live.md
         "top": (int, 5),                      # command names shown by CPU and by memory; 0: off
         "every_seconds": (float, 30.0),       # between breakdowns (samples are more often)
@@ -88,14 +88,14 @@ SCHEMA = {
         "admin_group": (str, ""),             # its members read every user's jobs
         "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
     },
-    **config_node.SCHEMA,
-    **config_actions.SCHEMA,                  # `jobmon act`: core/config_actions.py
+    **node.SCHEMA,
+    **actions.SCHEMA,                         # `jobmon act`: core/config/actions.py
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
            ("influxdb", "version"): (1, 2, 3),
            ("condor", "warnings"): ("syslog", "stderr", "none"),
-           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"), **config_node.CHOICES,
-           **config_actions.CHOICES}
+           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"), **node.CHOICES,
+           **actions.CHOICES}
 CHOICES.update({("report", k): v for k, v in REPORT_CHOICES.items()})
 POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
             ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds"),
@@ -103,10 +103,10 @@ POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
 POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
              ("shipper", "retry_max_seconds")}
 POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
-             ("shipper", "max_job_days"), ("procs", "every_seconds")} | config_actions.POSITIVE
+             ("shipper", "max_job_days"), ("procs", "every_seconds")} | actions.POSITIVE
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
-                ("slurm", "end_wait_seconds"), ("procs", "top")} | config_node.NOT_NEGATIVE \
-    | config_actions.NOT_NEGATIVE
+                ("slurm", "end_wait_seconds"), ("procs", "top")} | node.NOT_NEGATIVE \
+    | actions.NOT_NEGATIVE
 NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
 MIN_BATCH_BYTES = 64 << 10
@@ -116,7 +116,7 @@ MIN_SHARE_BYTES = (32 << 10) + 4096
 # paths that must be absolute: a relative one would depend on each job's working directory
 ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"),
                   ("service", "socket"), ("service", "coordinators_file"),
-                  *config_node.ABSOLUTE_PATHS, *config_actions.ABSOLUTE_PATHS)
+                  *node.ABSOLUTE_PATHS, *actions.ABSOLUTE_PATHS)
 SECRET_KEYS = {"password", "token", "secret"}
 NOT_NEGATIVE -= {("report", k) for k in REPORT_POSITIVE}
 POSITIVE |= {("report", k) for k in REPORT_POSITIVE}
@@ -206,7 +206,7 @@ def report_section(warn=None):
     except Exception as e:
         if warn:
             warn(f"site configuration unusable ({e}); the [report] defaults apply")
-        return config_report.defaults()
+        return report.defaults()
 
 
 def url_problem(url):

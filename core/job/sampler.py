@@ -8,10 +8,10 @@ import resource
 import sys
 import time
 
-from .metrics import COUNTERS
-from .probes import breakdown
-from .probes.netfs import NetFs
-from .summary import Fold
+from ..metrics import COUNTERS
+from ..probes import breakdown
+from ..probes.netfs import NetFs
+from ..summary import Fold
 
 
 def reaped_peak():

@@ -1,6 +1,6 @@
 """The attach mode's probe wrappers: Held (the last good reading once the job's cgroup
-is gone), NoProbe (a job never seen), and Excluding with OwnLeaves (the scheduler's own
-processes inside a job's cgroup, taken out of the job's figures).
+is gone), and Excluding with OwnLeaves (the scheduler's own processes inside a job's
+cgroup, taken out of the job's figures).
 
 Slurm's cgroup/v2 plugin puts each step's slurmstepd in the step's own leaf,
 job_N/step_X/slurm, beside the tasks in job_N/step_X/user: the job's cgroup counts the
@@ -14,8 +14,8 @@ Standard library only.
 import os
 import time
 
-from .probes.cgroup_v2 import parse_cpu_stat
-from .probes.files import read_all, read_once
+from ..probes.cgroup_v2 import parse_cpu_stat
+from ..probes.files import read_all, read_once
 
 
 class OwnLeaves:
@@ -156,17 +156,3 @@ class Held:
 
     def close(self):
         self.probe.close()
-
-
-class NoProbe:
-    """For a job whose cgroup was never seen: nothing measured, nothing guessed."""
-    method = "none"
-
-    def read(self, final=False):
-        return {}
-
-    def pids(self):
-        return []
-
-    def close(self):
-        pass
