@@ -58,10 +58,11 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
         raise typer.BadParameter(f"give 1 to {aggregate.KEPT}", param_hint="--top")
     now = time.time()
     asked = parse_time(since, now, "--since") if since else None
-    # jobs from the start of that hour: the hour's rollup serves it (jobmon.report.rollup)
-    t0 = asked // rollup.HOUR * rollup.HOUR if since else 0.0
+    # exactly from --since: its first, partial hour is read live, the whole hours after it
+    # come from their rollups (jobmon.report.rollup)
+    t0 = asked if since else 0.0
     t1 = parse_time(until, now, "--until") if until else now
-    if t1 <= t0:
+    if t1 < t0 or until and t1 == t0:     # (--since now alone: an empty range)
         raise typer.BadParameter(f"{until!r} is not after --since {since!r}",
                                  param_hint="--until")
     lim = dict(limits(), top=top)
