@@ -63,7 +63,9 @@ NOTES = {
     "read_bytes": "local block devices only: network file systems are not in it "
                   "(network_fs names those the job used)",
     "write_bytes": "local block devices only: network file systems are not in it "
-                   "(network_fs names those the job used)",
+                   "(network_fs names those the job used); procfs mode: written less "
+                   "cancelled, never going back (a write cancelled after a sample counted "
+                   "it stays counted)",
     "network_fs": "looked for every 60 s, in up to 64 processes' working directories and "
                   "open files",
     "procs_max": "exact where the pids controller keeps a high-water mark",

@@ -136,3 +136,39 @@ def test_contract_catches_a_counter_going_back():
                 dict(good, nonsense=1)):
         with pytest.raises(AssertionError):
             check_contract([good, bad])
+
+
+# writes 1 MiB to a file (dirty in the page cache: counted as written), then, once told,
+# truncates it before writeback (the kernel cancels that write)
+CANCEL = r"""
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(b"x" * (1 << 20))
+print("written", flush=True)
+sys.stdin.readline()
+os.truncate(sys.argv[1], 0)
+print("cancelled", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_procfs_a_cancelled_write_takes_nothing_back(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", CANCEL, str(tmp_path / "out")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        probe = ProcfsProbe(p.pid)
+        assert p.stdout.readline() == "written\n"
+        before = probe.read()
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert p.stdout.readline() == "cancelled\n"
+        after = probe.read()
+        with open(f"/proc/{p.pid}/io") as f:
+            cancelled = int(f.read().split("cancelled_write_bytes:")[1].split()[0])
+        if before["write_bytes"] < 1 << 20 or cancelled < 1 << 20:
+            pytest.skip("this filesystem does not account the write to the process")
+        check_contract([before, after])
+        probe.close()
+    finally:
+        p.kill()
+        p.wait()

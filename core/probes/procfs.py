@@ -23,6 +23,7 @@ import os
 import resource
 
 from . import Probe
+from ..metrics import COUNTERS
 from .files import (PROC, TICK, ZOMBIE, io_fields, parse_io, parse_pss,  # noqa: F401
                     parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
                     read_once, reaped_io, scan_tree, stat_fields)
@@ -64,6 +65,7 @@ class ProcfsProbe(Probe):
         self.procs = {}          # pid -> Proc: the tree as of the last walk
         self.top = ()            # root's children
         self.sums = [0] * 11     # the tree's totals, in NAMES order (CPU in ticks)
+        self.floor = {}          # the counters as last read: they never go back
         self.regrouped = set()   # pids whose children changed since the last read
         self.moved = False       # a process's children changed in this walk
         self.orphans = []        # children of processes that died: where did they go?
@@ -346,6 +348,11 @@ class ProcfsProbe(Probe):
                     out[k] += v
             except (OSError, ValueError):
                 pass
+        # a write cancelled after it was counted (a file truncated before writeback) or a
+        # process gone out of the tree takes nothing back from what the job did
+        for k in COUNTERS:
+            if k in out:
+                out[k] = self.floor[k] = max(out[k], self.floor.get(k, out[k]))
         return out
 
     def _memory(self):
