@@ -296,6 +296,7 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
     from jobmon.actions import actor
     from jobmon.actions.condor import Condor
     from jobmon.actions.records import LocalWriter
+    from jobmon.stores.ids import JobRef
     from jobmon.stores.local import LocalStore
     from test_condor_wrapper import Starter
     site = ('[condor]\ninterval = 0.2\nmin_interval = 0.05\n[actions]\nmode = "on"\n'
@@ -317,12 +318,16 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
         while not os.path.exists(path):   # made by the jobs' user: never first by root
             assert time.monotonic() < deadline
             time.sleep(0.1)
+        whys = []
         while kinds[-1:] != ["act"]:
-            assert time.monotonic() < deadline, kinds
+            assert time.monotonic() < deadline, (kinds, whys, [   # (what the pass saw)
+                (r.get("schedd"), r.get("user"), r.get("tags", {}).get("GlobalJobId"))
+                for r in LocalStore(path).records(JobRef("4711.0", ["4711.0"]))])
             st = LocalStore(path)
             done = actor.run_pass(cfg, st, {"htcondor": Condor(schedd=schedd.schedd)},
                                   LocalWriter(st))
             kinds += [d.kind for d in done.decisions]
+            whys = [d.why for d in done.decisions]
             time.sleep(0.3)
         assert "warn" in kinds and set(kinds) <= {"busy", "warn", "grace", "act"}, kinds
         [call] = schedd.acts()
