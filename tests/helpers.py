@@ -102,3 +102,17 @@ def owned_by(user, *parts):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text.replace('Owner = "alice"', f'Owner = "{user}"'))
     return path
+
+
+def limit_job_memory(proc, limit):
+    """Wait for the cgroup v1 memory group `jobmon run --cgroup=create` makes for `proc`
+    (a Popen) and set its limit, before the job (held at a gate) starts."""
+    import time
+    from jobmon import cgroups
+    mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{proc.pid}")
+    deadline = time.time() + 30
+    while not os.path.exists(os.path.join(mem, "cgroup.procs")):
+        assert time.time() < deadline and proc.poll() is None, "no job cgroup"
+        time.sleep(0.01)
+    with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
+        f.write(str(limit))

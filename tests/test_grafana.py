@@ -13,8 +13,8 @@ import pytest
 
 import grafana_model as gm
 from grafana_schema import validate
-from helpers import JOBMON, PYTHON, REPO, as_user, needs_test_user, owned_by, root, \
-    shared_tmpdir
+from helpers import JOBMON, PYTHON, REPO, as_user, limit_job_memory, needs_test_user, owned_by, \
+    root, shared_tmpdir
 from jobmon.influx.schema import ACTION, ALL_TAGS, JOB, SAMPLE, SHIPPER, STORED_TYPES
 from jobmon.ship.state import COUNTERS
 
@@ -209,7 +209,6 @@ OOM_JOB = "oom-1"
 def oom_job(site):
     """A root job in a cgroup of its own (on this hybrid host: PSI), its memory limit set to
     48 MiB once jobmon made the cgroup: cores idle for a while, then killed for memory."""
-    from jobmon import cgroups
     gate = os.path.join(shared_tmpdir("jobmon-grafana-"), "go")
     p = subprocess.Popen([os.path.join(os.path.dirname(PYTHON), "jobmon"), "run",
                           "--interval=0.2", f"--job-id={OOM_JOB}", "--cgroup=create",
@@ -218,13 +217,7 @@ def oom_job(site):
                           gate, PYTHON, "-c", GREEDY], env=site.env, stderr=subprocess.PIPE,
                          text=True)
     try:
-        mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{p.pid}")
-        deadline = time.time() + 30
-        while not os.path.exists(os.path.join(mem, "cgroup.procs")):
-            assert time.time() < deadline and p.poll() is None, "no job cgroup"
-            time.sleep(0.01)
-        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
-            f.write(str(48 << 20))
+        limit_job_memory(p, 48 << 20)
         open(gate, "w").close()
         _out, err = p.communicate(timeout=120)
     finally:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from gpu_node_site import TELL_PID, GpuNode, wait_for_file
-from helpers import JOBMON, PYTHON, jobmon, needs_root
+from helpers import JOBMON, PYTHON, jobmon, limit_job_memory, needs_root
 
 GIB = 1 << 30
 MiB = 1 << 20
@@ -138,7 +138,6 @@ while not os.path.exists(stop):
 def test_a_job_near_its_memory_limit_is_flagged_in_top_and_watch(tmp_path):
     """jobmon's own cgroup (v1) limited to 48 MiB before the job takes 93 % of it: every
     sample carries the limit, and the live views say the job is near an OOM kill."""
-    from jobmon import cgroups
     store, stop, gate = str(tmp_path / "store.db"), tmp_path / "stop", tmp_path / "go"
     p = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--job-id=near", f"--store={store}",
                           "--cgroup=create", "--cgroup-version=1", "--", "/bin/sh", "-c",
@@ -146,13 +145,7 @@ def test_a_job_near_its_memory_limit_is_flagged_in_top_and_watch(tmp_path):
                           PYTHON, "-c", NEAR, str(48 * MiB), str(stop)],
                          env=env(), stderr=subprocess.PIPE)
     try:
-        mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{p.pid}")
-        deadline = time.time() + 30
-        while not os.path.exists(os.path.join(mem, "cgroup.procs")):
-            assert time.time() < deadline and p.poll() is None, "no job cgroup"
-            time.sleep(0.01)
-        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
-            f.write(str(48 * MiB))
+        limit_job_memory(p, 48 * MiB)
         gate.touch()
         deadline, out = time.time() + 60, ""
         while time.time() < deadline and "MEMORY near" not in out:

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import JOBMON, PYTHON, fixture, jobmon, needs_root, root
+from helpers import JOBMON, PYTHON, fixture, jobmon, limit_job_memory, needs_root, root
 from jobmon import cgroups
 from jobmon.summary import oom
 from jobmon.probes.cgroup_v1 import CgroupV1Probe
@@ -85,13 +85,7 @@ def limited_job(tmp_path, limit, want, store=None):
             PYTHON, "-c", GREEDY, str(want)]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{p.pid}")
-        deadline = time.time() + 30
-        while not os.path.exists(os.path.join(mem, "cgroup.procs")):
-            assert time.time() < deadline and p.poll() is None, "no job cgroup"
-            time.sleep(0.01)
-        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
-            f.write(str(limit))
+        limit_job_memory(p, limit)
         (tmp_path / "go").touch()
         _out, err = p.communicate(timeout=120)
     finally:
