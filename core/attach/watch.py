@@ -27,6 +27,10 @@ from .wait import Stop, proc_environ, wait, wait_for_cgroup
 
 MAX_PIDFDS = 32          # the job's oldest processes; its end is theirs
 LOOK = 0.1               # seconds between looks for new steps (one directory listing)
+# seconds between looks for the job's new processes (pidfds for them): each exit of a
+# process that lived longer than this wakes the sampler for a read, so a cgroup removed
+# right after the job's end misses at most what was used since the last exit seen
+HOLD_LOOK = 0.5
 
 
 class Options:
@@ -239,7 +243,7 @@ class Watch:
         Between samples it looks for new steps every LOOK seconds (one directory
         listing), so that a short step is read, and held by pidfds, while it runs."""
         session, interval = self.session, self.opts.interval
-        next_tick = time.monotonic()
+        next_tick = next_hold = time.monotonic()
         empty_since = None
         refresh = True
         while True:
@@ -252,6 +256,9 @@ class Watch:
                 if sample.get("procs"):
                     self.seen_procs = True
                 refresh = True
+            if now >= next_hold:
+                next_hold = now + HOLD_LOOK
+                refresh = refresh or len(self.pidfds) < MAX_PIDFDS
             if probe.gone or cgroup_search.gone(cg):
                 return empty_since or time.monotonic()
             if refresh:
@@ -262,7 +269,7 @@ class Watch:
                     self._read_now(probe)   # its final figures, before the cgroup goes
             if self.stop.asked:
                 return empty_since
-            timeout = next_tick - time.monotonic()
+            timeout = min(next_tick, next_hold) - time.monotonic()
             if self.steps is not None or empty_since is not None:
                 timeout = min(timeout, LOOK)   # v1 says nothing when a cgroup comes or goes
             ends = self.ends.poll_fds() if self.ends is not None else []

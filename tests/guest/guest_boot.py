@@ -115,7 +115,7 @@ def guest_command(rw, pytest_args, inside=INSIDE):
     directory of guest tests), leave its status."""
     q = shlex.quote
     pytest = [os.path.join(VENV_BIN, "python"), "-m", "pytest", "-p", "no:cacheprovider",
-              "-p", "no:hypothesispytest", "-o", "faulthandler_timeout=120", "-rA",
+              "-p", "no:hypothesispytest", "-o", "faulthandler_timeout=300", "-rA",
               f"--junitxml={rw}/junit.xml", "-o", "junit_logging=all",
               os.path.relpath(inside, REPO)] + list(pytest_args)
     return (f"cat /proc/uptime > {q(rw)}/started; cd {q(REPO)} && "
