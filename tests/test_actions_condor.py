@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -299,16 +300,25 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
     from jobmon.stores.ids import JobRef
     from jobmon.stores.local import LocalStore
     from test_condor_wrapper import Starter
-    site = ('[condor]\ninterval = 0.2\nmin_interval = 0.05\n[actions]\nmode = "on"\n'
+    site = ('[condor]\ninterval = 0.2\nmin_interval = 0.05\nwarnings = "stderr"\n'
+            '[actions]\nmode = "on"\n'
             f'resources = "cores"\nidle_seconds = {IDLE}\ngrace_seconds = {IDLE}\n'
             'warn = "none"\n')
     gids = {s: f"{s}.example.org#4711.0#1795333950" for s in ("ap01", "ap02")}
-    starters, procs = {}, {}
+    starters, procs, errs = {}, {}, {}
+
+    def stderr():      # the wrappers' own words
+        out = {}
+        for s, f in errs.items():
+            f.seek(0)
+            out[s] = f.read().decode(errors="replace")
+        return out
     for s, gid in gids.items():
         starters[s] = Starter(site=site, Owner=f'"{TEST_USER}"', ClusterId="4711",
                               GlobalJobId=f'"{gid}"').prepare()
         starters[s].env.update(PATH="/usr/bin:/bin", JOBMON_STORE=starters["ap01"].store)
-        procs[s] = starters[s].popen_prepared([PYTHON, "-c", SLEEP])
+        errs[s] = tempfile.TemporaryFile()
+        procs[s] = starters[s].popen_prepared([PYTHON, "-c", SLEEP], stderr=errs[s])
     path = starters["ap01"].store
     cfg = config.load(starters["ap01"].config)
     schedd = RecordedSchedd(monkeypatch, [job_ad(starters["ap01"].job_ad_text, ClusterId=4711,
@@ -320,7 +330,7 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
             time.sleep(0.1)
         whys = []
         while kinds[-1:] != ["act"]:
-            assert time.monotonic() < deadline, (kinds, whys, [   # (what the pass saw)
+            assert time.monotonic() < deadline, (kinds, whys, stderr(), [   # (what the pass saw)
                 (r.get("schedd"), r.get("user"), r.get("tags", {}).get("GlobalJobId"))
                 for r in LocalStore(path).records(JobRef("4711.0", ["4711.0"]))])
             st = LocalStore(path)
@@ -339,8 +349,11 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
     def shown(job):
         r = subprocess.run([JOBMON, "query", job, "--json", "--no-scheduler",
                             f"--store={path}"], capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
+        assert r.returncode == 0, (r.stderr, stderr(), [
+            (j.get("job"), j.get("user"), j.get("tags", {}).get("GlobalJobId"))
+            for j in LocalStore(path).jobs(limit=50)])
         return [(a["action"], a["schedd"]) for a in json.loads(r.stdout)["actions"]]
     assert shown("ap01.example.org#4711.0") == [("warn", "ap01.example.org"),
                                                 ("hold", "ap01.example.org")]
     assert shown("ap02.example.org#4711.0") == []
+    assert stderr() == {"ap01": "", "ap02": ""}

@@ -4,6 +4,7 @@ Safe for many concurrent jobs: WAL journal (readers never block the writer), a b
 timeout, and samples that could not be written are kept and retried, never dropped.
 """
 import os
+import time
 
 # the sqlite3 package is this module plus datetime adapters, which no column here uses;
 # importing them would cost every job ~4 ms of CPU at its start
@@ -12,6 +13,12 @@ import _sqlite3 as sqlite3
 from ..sinks.jsontext import dumps
 from ..sinks import Sink
 from . import Store
+
+SETUP_WAIT = 30.0     # seconds a new store's first users may wait for each other
+
+
+def _locked(e):
+    return "locked" in str(e) or "busy" in str(e)
 
 
 SCHEMA = """
@@ -56,14 +63,30 @@ class LocalStore(Sink, Store):
             os.makedirs(d, mode=0o700, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=5, isolation_level=None,
                                   check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA cache_size=-256")  # KiB; the writer inside a job needs little
-        self.db.executescript(SCHEMA)
+        self._prepare()
         self.run_id = None
         self.reporting = None       # REPORT_SCHEMA made (None: not tried; False: read-only)
         self.pending = []
         self.pending_procs = []
+
+    def _prepare(self):
+        """WAL and the tables, made by whoever comes first. Jobs that start together into
+        a new store race for that: SQLite answers "locked" at once, without waiting out
+        its busy timeout, to some of them (seen: 9 of 30 rounds of 6 at once), so they
+        look again until the store is made (the file keeps WAL once set)."""
+        deadline = time.monotonic() + SETUP_WAIT
+        while True:
+            try:
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.executescript(SCHEMA)
+                return
+            except sqlite3.OperationalError as e:
+                if not _locked(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     # --- sink side (inside the job) ---
     def open(self, job):
@@ -141,8 +164,10 @@ class LocalStore(Sink, Store):
             try:
                 self.db.executescript(REPORT_SCHEMA)
                 self.reporting = True
-            except sqlite3.OperationalError:    # a store this user may only read
-                self.reporting = False
+            except sqlite3.OperationalError as e:
+                if _locked(e):       # a writer making the store: try again next time
+                    return False
+                self.reporting = False       # a store this user may only read
         return self.reporting
 
     def rollups(self, parts, since, until, keys=None):
