@@ -14,7 +14,7 @@ from ..sinks.jsontext import dumps
 from ..sinks import Sink
 from . import Store
 
-SETUP_WAIT = 30.0     # seconds a new store's first users may wait for each other
+SETUP_WAIT = 5.0      # seconds a new store's first users wait for each other (its busy timeout)
 
 
 def _locked(e):
