@@ -74,6 +74,20 @@ def test_a_kill_counted_before_the_kernel_logged_it_is_looked_for_again():
     assert watch.fields()["oom_source"] == "kernel log" and watch.fields()["oom_pid"] == 32669
 
 
+def test_a_kill_the_final_read_found_came_before_the_jobs_end():
+    """A sampler beside the job (Slurm's) makes its final read after the job's last process
+    was gone: a kill first counted there happened before the job's end, not at the read
+    (seen in the v2 guest: oom_time 0.56 s after end_time)."""
+    watch = oom.OomWatch.__new__(oom.OomWatch)
+    watch.memcg, watch.records, watch.first, watch.before, watch.log = None, [], None, {}, None
+    watch.check({"time": 100 * 10**9, "oom_kills": 0, "mem_resident_bytes": 1})
+    watch.check({"time": 102 * 10**9, "oom_kills": 1, "mem_resident_bytes": 2}, 32 << 20)
+    f = watch.fields(end=101.5)
+    assert (f["oom_time"], f["oom_time_within_seconds"]) == (101.5, 1.5), f
+    f = watch.fields(end=103.0)                 # a kill seen by a sample before the end
+    assert (f["oom_time"], f["oom_time_within_seconds"]) == (102.0, 2.0), f
+
+
 def limited_job(tmp_path, limit, want, store=None):
     """`jobmon run` (root, its own v1 cgroup) of GREEDY wanting `want` MiB, the cgroup's
     memory limit set to `limit` before the job starts allocating."""

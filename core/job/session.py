@@ -160,7 +160,8 @@ class Session:
         if self.oom is not None:
             killed = self.command_pid and s.get("signal") == 9   # SIGKILL: maybe the victim
             s.update(self.oom.fields((self.command_pid, os.path.basename(
-                str(self.job["command"][0]))) if killed and self.job.get("command") else None))
+                str(self.job["command"][0]))) if killed and self.job.get("command") else None,
+                end=s["end_time"]))
             self.oom.close()
         s["command"] = self.job.get("command")
         from ..summary.batches import batch_text

@@ -177,15 +177,20 @@ class OomWatch:
                 "oom_anon_bytes": k["anon_bytes"], "oom_cache_bytes": k["cache_bytes"],
                 "oom_source": "kernel log"}
 
-    def fields(self, command=None):
+    def fields(self, command=None, end=None):
         """Summary fields of the first kill (none without one). command: (pid, name) of the
         job's command, where jobmon reaped it after SIGKILL: the victim the samples could
-        not name."""
+        not name. end: the job's end time (s), where known: a kill the final read found
+        (after the job's last process was gone) came before it."""
         if self.first is None:
             return {}
         if self.first["oom_source"] == "samples":
             self.first = self._from_log() or self.first
         out = dict(self.first)
+        if out["oom_source"] == "samples" and end is not None and out["oom_time"] > end:
+            late = out["oom_time"] - end
+            out["oom_time"] = round(end, 3)
+            out["oom_time_within_seconds"] = round(max(out["oom_time_within_seconds"] - late, 0), 3)
         if out["oom_pid"] is None and command:
             out["oom_pid"], out["oom_command"] = command
             out["oom_source"] = "samples; the command, killed by SIGKILL"
