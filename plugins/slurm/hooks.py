@@ -2,14 +2,13 @@
 
 Prolog (root, no PATH, before the job starts): starts the job's sampler outside its own
 process group and exits 0. Slurm kills the Prolog's process group when the Prolog exits,
-so the Prolog forks a child that starts a session of its own, forks the sampler in it and
-exits; the Prolog waits for that child, which does nothing else: no deadline, nothing to
-race. Then the Prolog names the sampler in its pid file for the Epilog, and tells the
+so the Prolog forks the sampler and waits until the sampler has started a session of its
+own (the sampler closes a pipe then): no deadline, nothing to race. Then the Prolog names the sampler in its pid file for the Epilog, and tells the
 sampler so on a pipe. A Prolog that fails or is slow drains the node and requeues the job
 held; this one exits 0 whatever happens, and runs nothing but the interpreter (`python
--I -S`: no site-packages, no jobmon import) and two forks.
+-I -S`: no site-packages, no jobmon import) and one fork.
 
-Sampler (the Prolog's grandchild, detached, a fork of the interpreter that is already
+Sampler (the Prolog's child, detached, a fork of the interpreter that is already
 running): finds jobmon (site-packages), drops to the job's user, identifies the job,
 waits for its cgroup and samples it until the job is over (jobmon.plugins.slurm.sampler,
 jobmon.attach.watch). What fails before its own warnings are set up is said in syslog, or where
@@ -20,7 +19,7 @@ finish, waits for it (bounded), kills it if it will not end -- no sampler outliv
 job -- and leaves the spool to the node's shipper. It too exits 0 whatever happens.
 
 Only os and sys are imported at the top: the Prolog's wall time is the interpreter's
-start-up plus two forks. The wrappers slurm.conf names are written by
+start-up plus one fork. The wrappers slurm.conf names are written by
 `jobmon-slurm-hooks install` (jobmon.plugins.slurm.install); they import this file
 rather than run it (its compiled form is then used) and name it on the command line.
 """
@@ -108,33 +107,31 @@ def start_sampler(argv):
 
 
 def detach(argv, r, w):
-    """Fork the sampler into a session of its own: a child starts the session, forks the
-    sampler in it, says its pid and exits. The sampler has its stdio on /dev/null and the
-    Epilog's signals held until it listens; it never returns from here (sampler_main)."""
+    """Fork the sampler and let it start a session of its own; return its pid once it has
+    (the Prolog's group is killed when the Prolog exits). The sampler has its stdio on
+    /dev/null and the Epilog's signals held until it listens; it never returns from here
+    (sampler_main)."""
     pr, pw = os.pipe()
-    child = os.fork()
-    if child == 0:
+    sampler = os.fork()
+    if sampler == 0:
         try:
             import _signal                  # built in, already loaded: costs nothing
             _signal.pthread_sigmask(_signal.SIG_BLOCK, STOP_SIGNALS)
             os.setsid()                     # out of the Prolog's process group
-            sampler = os.fork()
-            if sampler == 0:
-                for fd in (pr, pw, w):
-                    os.close(fd)
-                null = os.open(os.devnull, os.O_RDWR)
-                for fd in (0, 1, 2):        # a child holding the Prolog's output blocks it
-                    os.dup2(null, fd)
-                os.close(null)
-                sampler_main(argv)
-            os.write(pw, b"%d" % sampler)
+            os.close(pr)
+            os.close(pw)                    # the Prolog goes on
+            os.close(w)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):            # a child holding the Prolog's output blocks it
+                os.dup2(null, fd)
+            os.close(null)
+            sampler_main(argv)
         finally:
             os._exit(0)
     os.close(pw)
-    said = os.read(pr, 32)
+    os.read(pr, 1)                          # EOF: the sampler has its own session
     os.close(pr)
-    os.waitpid(child, 0)
-    return int(said)
+    return sampler
 
 
 def _write_pid_file(path, pid):
@@ -174,7 +171,7 @@ def _start_ticks(pid):
     return int(data[data.rindex(b")") + 2:].split()[19])
 
 
-# --- the sampler (the Prolog's grandchild, detached) --------------------------------------
+# --- the sampler (the Prolog's child, detached) ------------------------------------------
 
 def sampler_main(argv):
     """Sample the job until it is over; exit with 0, or 1 if it could not (said where
