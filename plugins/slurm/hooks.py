@@ -3,10 +3,11 @@
 Prolog (root, no PATH, before the job starts): starts the job's sampler outside its own
 process group and exits 0. Slurm kills the Prolog's process group when the Prolog exits,
 so the Prolog forks the sampler and waits until the sampler has started a session of its
-own (the sampler closes a pipe then): no deadline, nothing to race. Then the Prolog names the sampler in its pid file for the Epilog, and tells the
-sampler so on a pipe. A Prolog that fails or is slow drains the node and requeues the job
-held; this one exits 0 whatever happens, and runs nothing but the interpreter (`python
--I -S`: no site-packages, no jobmon import) and one fork.
+own (the sampler closes a pipe then): no deadline, nothing to race. Then the Prolog names
+the sampler in its pid file for the Epilog, and tells the sampler so on a pipe. A Prolog
+that fails or is slow drains the node and requeues the job held; this one exits 0
+whatever happens, and runs nothing but the interpreter (`python -I -S`: no site-packages,
+no jobmon import) and one fork.
 
 Sampler (the Prolog's child, detached, a fork of the interpreter that is already
 running): finds jobmon (site-packages), drops to the job's user, identifies the job,
