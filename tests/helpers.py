@@ -104,15 +104,21 @@ def owned_by(user, *parts):
     return path
 
 
-def limit_job_memory(proc, limit):
-    """Wait for the cgroup v1 memory group `jobmon run --cgroup=create` makes for `proc`
-    (a Popen) and set its limit, before the job (held at a gate) starts."""
+def set_job_cgroup(proc, controller, name, value):
+    """Wait for the cgroup v1 `controller` group `jobmon run --cgroup=create` makes for
+    `proc` (a Popen) and write `value` into its file `name`, before the job (held at a
+    gate) starts."""
     import time
     from jobmon import cgroups
-    mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{proc.pid}")
+    d = os.path.join(cgroups.resolve(*cgroups.own(), controller), f"jobmon-{proc.pid}")
     deadline = time.time() + 30
-    while not os.path.exists(os.path.join(mem, "cgroup.procs")):
+    while not os.path.exists(os.path.join(d, "cgroup.procs")):
         assert time.time() < deadline and proc.poll() is None, "no job cgroup"
         time.sleep(0.01)
-    with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
-        f.write(str(limit))
+    with open(os.path.join(d, name), "w") as f:
+        f.write(str(value))
+
+
+def limit_job_memory(proc, limit):
+    """The job's memory limit, set as soon as jobmon made its v1 memory cgroup."""
+    set_job_cgroup(proc, "memory", "memory.limit_in_bytes", limit)

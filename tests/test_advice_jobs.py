@@ -10,8 +10,8 @@ import time
 import pytest
 
 from contention import DIRECT_READ, SPIN, THRASH, cpu_hogs, data_file, disk_of
-from helpers import (JOBMON, PYTHON, TEST_USER, as_user, jobmon, needs_root, needs_test_user,
-                     root, shared_tmpdir)
+from helpers import (JOBMON, PYTHON, TEST_USER, as_user, jobmon, limit_job_memory, needs_root,
+                     needs_test_user, root, set_job_cgroup, shared_tmpdir)
 from jobmon import cgroups
 from jobmon.probes.pressure import psi_state
 
@@ -104,13 +104,7 @@ def test_a_job_reading_from_a_throttled_device_is_io_bound(tmp_path):
     p, store = run(str(tmp_path), "io-bound", [PYTHON, "-c", DIRECT_READ, path, gate],
                    ["--cgroup=create", "--cgroup-version=1"], wait=False)
     try:
-        blkio = os.path.join(cgroups.resolve(*cgroups.own(), "blkio"), f"jobmon-{p.pid}")
-        deadline = time.time() + 30
-        while not os.path.exists(os.path.join(blkio, "cgroup.procs")):
-            assert time.time() < deadline and p.poll() is None, "no job cgroup"
-            time.sleep(0.01)
-        with open(os.path.join(blkio, "blkio.throttle.read_bps_device"), "w") as f:
-            f.write(f"{disk_of(path)} {1 * MiB}")
+        set_job_cgroup(p, "blkio", "blkio.throttle.read_bps_device", f"{disk_of(path)} {1 * MiB}")
         open(gate, "w").close()
         _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -125,17 +119,18 @@ def test_a_job_reading_from_a_throttled_device_is_io_bound(tmp_path):
 
 # --- memory: a job thrashing at its memory limit --------------------------------------------
 
-def thrash_in(tmp_path, job, args, preexec_fn=None, limit_after_start=None):
-    """The THRASH job over a 56 MiB file for 4 s in a cgroup limited to 48 MiB."""
+def thrash_in(tmp_path, job, args, preexec_fn=None, limit_after_start=False):
+    """The THRASH job over a 56 MiB file for 4 s in a cgroup limited to 48 MiB
+    (limit_after_start: the limit set on the v1 memory cgroup jobmon makes for it)."""
     path = data_file(str(tmp_path), 56 * MiB)
     cmd = [PYTHON, "-c", THRASH, path, "4"]
-    if limit_after_start is None:
+    if not limit_after_start:
         return run(str(tmp_path), job, cmd, args, preexec_fn=preexec_fn)
     gate = str(tmp_path / "go")
     cmd = ["/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"', gate] + cmd
     p, store = run(str(tmp_path), job, cmd, args, wait=False)
     try:
-        limit_after_start(p.pid)
+        limit_job_memory(p, 48 * MiB)
         open(gate, "w").close()
         _out, err = p.communicate(timeout=180)
         assert p.returncode == 0, err
@@ -155,17 +150,8 @@ def test_a_job_thrashing_at_its_limit_in_jobmons_cgroup_is_told_so(tmp_path):
     this kernel counts those reads as I/O stalls, not memory ones (it never held the
     pages as a working set), so the rule speaks from the faults."""
     needs_psi()
-
-    def limit(pid):
-        mem = os.path.join(cgroups.resolve(*cgroups.own(), "memory"), f"jobmon-{pid}")
-        deadline = time.time() + 30
-        while not os.path.exists(os.path.join(mem, "cgroup.procs")):
-            assert time.time() < deadline, "no job cgroup"
-            time.sleep(0.01)
-        with open(os.path.join(mem, "memory.limit_in_bytes"), "w") as f:
-            f.write(str(48 * MiB))
     store = thrash_in(tmp_path, "thrash-own", ["--cgroup=create", "--cgroup-version=1"],
-                      limit_after_start=limit)
+                      limit_after_start=True)
     rep = query(store, "thrash-own")
     s, got = rep["summary"], advice(rep)
     assert s["pressure_source"] == "psi" and s["mem_pressure_percent"] is not None, s
