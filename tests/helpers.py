@@ -107,16 +107,39 @@ def owned_by(user, *parts):
 def set_job_cgroup(proc, controller, name, value):
     """Wait for the cgroup v1 `controller` group `jobmon run --cgroup=create` makes for
     `proc` (a Popen) and write `value` into its file `name`, before the job (held at a
-    gate) starts."""
+    gate) starts. The group is found from the job's process: its name has a suffix where a
+    killed jobmon's group of the same pid was left behind."""
     import time
     from jobmon import cgroups
-    d = os.path.join(cgroups.resolve(*cgroups.own(), controller), f"jobmon-{proc.pid}")
+    mounts, own = cgroups.own()
     deadline = time.time() + 30
-    while not os.path.exists(os.path.join(d, "cgroup.procs")):
+    while True:
         assert time.time() < deadline and proc.poll() is None, "no job cgroup"
+        for child in _children(proc.pid):
+            try:
+                path = cgroups.parse_proc_cgroup(open(f"/proc/{child}/cgroup").read())[controller]
+            except (OSError, KeyError):
+                continue
+            if path != own.get(controller) and is_job_cgroup(path, proc.pid):
+                d = cgroups.resolve(mounts, {controller: path}, controller)
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(str(value))
+                return
         time.sleep(0.01)
-    with open(os.path.join(d, name), "w") as f:
-        f.write(str(value))
+
+
+def _children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def is_job_cgroup(path, pid):
+    """Whether `path` names the cgroup `jobmon run` (pid `pid`) made for its job."""
+    name = os.path.basename(path.rstrip("/"))
+    return name == f"jobmon-{pid}" or name.startswith(f"jobmon-{pid}.")
 
 
 def limit_job_memory(proc, limit):

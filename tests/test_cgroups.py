@@ -383,6 +383,35 @@ def test_create_join_remove_real(version):
 
 @root
 @needs_root
+@pytest.mark.parametrize("version", [1, 2])
+def test_create_beside_a_leftover_of_the_same_name(version):
+    """A jobmon killed before it removed its cgroup leaves jobmon-<pid> behind; a later jobmon
+    given that pid again still gets a cgroup of its own, and the leftover is not touched."""
+    if version == 1 and not _own_v1_ok():
+        pytest.skip("no cgroup v1 cpuacct+memory here")
+    name = f"jobmon-pytest-left-{os.getpid()}-{version}"
+    first = cgroups.create(name, prefer=version)
+    if first is None:
+        pytest.skip(f"cannot create a cgroup v{version} here")
+    second = None
+    try:
+        second = cgroups.create(name, prefer=version)
+        assert second is not None and second.version == version
+        for key, d in second.dirs.items():
+            assert d == first.dirs[key] + ".1"
+        if first.pressure_dir:
+            assert second.pressure_dir == first.pressure_dir + ".1"
+        second.remove()
+        assert all(os.path.isdir(d) for d in first.dirs.values())
+        assert not any(os.path.exists(d) for d in second.dirs.values())
+    finally:
+        first.remove()
+        if second:
+            second.remove()
+
+
+@root
+@needs_root
 def test_existing_finds_own_created_cgroup():
     if not _own_v1_ok():
         pytest.skip("no cgroup v1 here")

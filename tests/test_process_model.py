@@ -140,16 +140,19 @@ def test_not_executable_126(tmp_path):
 
 
 def test_start_error_leaves_no_transient_cgroup():
+    from jobmon import cgroups
+    mounts, paths = cgroups.own()
+    bases = [b for b in (cgroups.resolve(mounts, paths, k)
+                         for k in ("memory", "cpuacct", "pids", "blkio", "v2")) if b]
+
+    def job_cgroups():
+        return {(b, n) for b in bases for n in os.listdir(b) if n.startswith("jobmon-")}
+    before = job_cgroups()
     p = subprocess.Popen([JOBMON, "run", "--", "jobmon-no-such-command-xyz"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.communicate(timeout=30)
     assert p.returncode == 127
-    from jobmon import cgroups
-    mounts, paths = cgroups.own()
-    for key in ("memory", "cpuacct", "pids", "blkio", "v2"):
-        base = cgroups.resolve(mounts, paths, key)
-        if base:
-            assert not os.path.exists(os.path.join(base, f"jobmon-{p.pid}"))
+    assert job_cgroups() <= before
 
 
 # --- stdio, cwd, environment ----------------------------------------------------------------------

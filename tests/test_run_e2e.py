@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from helpers import (IS_ROOT, JOBMON, PYTHON, TEST_USER, as_user, cpu_tolerance, jobmon,
-                     jobmon_run, load_json, needs_root, needs_test_user, py, root,
+from helpers import (IS_ROOT, JOBMON, PYTHON, TEST_USER, as_user, cpu_tolerance, is_job_cgroup,
+                     jobmon, jobmon_run, load_json, needs_root, needs_test_user, py, root,
                      shared_tmpdir)
 
 from jobmon import cgroups
@@ -152,10 +152,10 @@ def _job_cgroup_gone(pid, recorded):
     mounts, own = cgroups.own()
     found = 0
     for key, path in paths.items():
-        if path.endswith(f"/jobmon-{pid}"):
+        if is_job_cgroup(path, pid):
             found += 1
             base = cgroups.resolve(mounts, own, key)
-            assert base and not os.path.exists(os.path.join(base, f"jobmon-{pid}")), key
+            assert base and not os.path.exists(os.path.join(base, os.path.basename(path))), key
     return found
 
 

@@ -229,9 +229,8 @@ def _create_v2(mounts, paths, name, forced):
         if not forced:
             return None  # only cpu.stat would work: v1 or procfs measure more
         parent = home
-    d = os.path.join(parent, name)
     try:
-        os.mkdir(d)
+        d = _mkdir_new(parent, name)
     except OSError:
         if undo:
             undo()
@@ -278,8 +277,7 @@ def _leaf_move(home, top, name):
     if not _writable(home) or _procs(home) != [str(os.getpid())] \
             or "memory" not in _words(home, "cgroup.controllers"):
         return None
-    leaf = os.path.join(home, name + "-monitor")
-    os.mkdir(leaf)
+    leaf = _mkdir_new(home, name + "-monitor")
     try:
         _write(os.path.join(leaf, "cgroup.procs"), str(os.getpid()))
         return leaf, _hands_out_memory(home, top)
@@ -319,9 +317,7 @@ def _create_v1(mounts, paths, name):
         for c in V1_CONTROLLERS:
             base = resolve(mounts, paths, c)
             if base:
-                d = os.path.join(base, name)
-                os.mkdir(d)
-                dirs[c] = d
+                dirs[c] = _mkdir_new(base, name)
     except OSError:
         JobCgroups(1, dirs, created=True).remove()
         raise
@@ -338,12 +334,24 @@ def _pressure_cgroup(mounts, paths, name):
     home = resolve(mounts, paths, "v2")
     if not home or not os.path.exists(os.path.join(home, "cgroup.procs")):
         return None
-    d = os.path.join(home, name)
     try:
-        os.mkdir(d)
+        return _mkdir_new(home, name)
     except OSError:
         return None
-    return d
+
+
+def _mkdir_new(parent, name):
+    """A new cgroup parent/name. A leftover of that name (a jobmon killed before it could
+    remove its cgroup, whose pid this one was given again) is left alone: the new one gets
+    a suffix, so the job is still measured in a cgroup of its own."""
+    for n in range(8):
+        d = os.path.join(parent, f"{name}.{n}" if n else name)
+        try:
+            os.mkdir(d)
+            return d
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{parent}: {name} and its suffixed names are all taken")
 
 
 # v1 blk-throttle counts bytes only for devices that have a rule; a limit no disk can reach
