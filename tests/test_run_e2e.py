@@ -165,7 +165,7 @@ def test_root_cgroup_v1(tmp_path):
     if not (cgroups.resolve(*cgroups.own(), "cpuacct") and cgroups.resolve(*cgroups.own(), "memory")):
         pytest.skip("no cgroup v1 cpuacct+memory here")
     pid, s, t, err, d = run_workload(str(tmp_path), ["--cgroup=create", "--cgroup-version=1"])
-    assert s["method"] == "cgroup-v1"
+    assert s["method"] == "cgroup-v1", err
     check_accuracy(s, t)
     # the kernel's high-water mark of the cgroup saw the spike too
     assert s["mem_peak_bytes"] >= 0.9 * t[1]
@@ -176,7 +176,7 @@ def test_root_cgroup_v1(tmp_path):
 @needs_root
 def test_root_auto_uses_a_cgroup(tmp_path):
     pid, s, t, err, d = run_workload(str(tmp_path), [])
-    assert s["method"] in ("cgroup-v1", "cgroup-v2")
+    assert s["method"] in ("cgroup-v1", "cgroup-v2"), err
     check_accuracy(s, t)
     assert _job_cgroup_gone(pid, open(os.path.join(d, "cgroup")).read()) >= 1
 
@@ -188,7 +188,7 @@ def test_root_cgroup_v2_create(tmp_path):
     if not cgroups.resolve(mounts, own, "v2"):
         pytest.skip("no cgroup2 mount")
     pid, s, t, err, d = run_workload(str(tmp_path), ["--cgroup=create", "--cgroup-version=2"])
-    assert s["method"] == "cgroup-v2"
+    assert s["method"] == "cgroup-v2", err
     check_accuracy(s, t)
     assert _job_cgroup_gone(pid, open(os.path.join(d, "cgroup")).read()) == 1
 
