@@ -25,6 +25,17 @@ def start(job_id, cmd, *args, env=None, store=None):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def stop(job):
+    """End a job as a scheduler does, so jobmon removes the cgroup it made (a SIGKILL would
+    leave it behind)."""
+    job.terminate()
+    try:
+        job.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        job.wait()
+
+
 def until(check, timeout=20):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -153,8 +164,7 @@ def test_watch_shows_sparklines_and_processes_then_sees_the_end(tmp_path):
         assert live.returncode == 0 and "\x1b" not in live.stdout   # a pipe: plain screens
         assert live.stdout.rstrip().endswith("(see `jobmon query w.1`)")
     finally:
-        job.kill()
-        job.wait()
+        stop(job)
     r = jobmon("watch", "w.1", "--once", "--spool=none", f"--store={store}")
     assert r.returncode == 1 and "not running on this node" in r.stderr
 
@@ -171,8 +181,7 @@ def test_hostile_job_ids_and_commands_cannot_drive_the_terminal(tmp_path):
             jobmon("watch", evil, "--once", "--spool=none", f"--store={store}")))
         assert "\x1b" not in w and "\x07" not in w
     finally:
-        job.kill()
-        job.wait()
+        stop(job)
 
 
 @pytest.fixture
