@@ -4,6 +4,7 @@ no storage counter sees (the cgroup v2 guest shows it on a real one, its 9p root
 tests/guest/inside/test_netfs.py); every storage figure says "local disks"."""
 import json
 import os
+import shutil
 
 from helpers import PYTHON, jobmon, jobmon_run
 from jobmon.probes import netfs
@@ -76,3 +77,31 @@ def test_a_job_on_local_disks_only_has_none_and_its_figures_say_local(tmp_path):
     q = jobmon("query", "local-io", "--json", f"--store={store}", env=env)
     names = {t["name"] for t in json.loads(q.stdout)["totals"]}
     assert "storage read (local disks only)" in names and "storage read" not in names
+
+
+def test_a_look_reads_at_most_its_links_in_all(tmp_path):
+    """A look reads MAX_LINKS links in all, however many processes and files: a recorded
+    /proc of 40 processes with 10 open files each, the NFS file held by a late one is past
+    the bound; by an early one it is found. The mount table is the recorded one."""
+    proc = tmp_path / "proc"
+
+    def tree(nfs_at):
+        for pid in range(1, 41):
+            d = proc / str(pid)
+            (d / "fd").mkdir(parents=True)
+            (d / "mountinfo").write_text(MOUNTINFO)
+            (d / "cwd").symlink_to("/tmp")
+            for fd in range(10):
+                target = "/home/alice/in.h5" if (pid, fd) == nfs_at else f"/tmp/{pid}.{fd}"
+                (d / "fd" / str(fd)).symlink_to(target)
+
+    def found(nfs_at):
+        shutil.rmtree(proc, ignore_errors=True)
+        tree(nfs_at)
+        look = netfs.NetFs(str(proc))
+        look.look(range(1, 41), 0.0)
+        return look.text()
+
+    assert netfs.MAX_LINKS < 40 * 11
+    assert found((2, 9)) == "nfs4 /home (open files)"
+    assert found((40, 9)) is None

@@ -26,7 +26,17 @@ def _scripts():
     return out
 
 
-SCRIPTS = _scripts()
+def _script_files():
+    """pyproject.toml's tool.setuptools script-files: paths in the repository."""
+    with open(os.path.join(REPO, "pyproject.toml")) as f:
+        for line in f:
+            if line.startswith("script-files"):
+                inside = line.split("[", 1)[1].split("]")[0]
+                return [p.strip().strip('"') for p in inside.split(",")]
+    return []
+
+
+SCRIPTS, SCRIPT_FILES = _scripts(), _script_files()
 
 
 def make_venv(where, python=BASE_PYTHON):
@@ -47,8 +57,15 @@ def make_venv(where, python=BASE_PYTHON):
         path = os.path.join(where, "bin", name)
         mod, func = entry.split(":")
         with open(path, "w") as f:
-            f.write(f"#!{venv_python}\nimport sys\nfrom {mod} import {func}\n"
+            f.write(f"#!{venv_python}\nimport re\nimport sys\nfrom {mod} import {func}\n"
                     f"sys.exit({func}())\n")
+        os.chmod(path, 0o755)
+    for src in SCRIPT_FILES:   # script files as pip installs them: the interpreter set
+        with open(os.path.join(REPO, src)) as f:
+            text = f.read().split("\n", 1)[1]
+        path = os.path.join(where, "bin", os.path.basename(src))
+        with open(path, "w") as f:
+            f.write(f"#!{venv_python}\n{text}")
         os.chmod(path, 0o755)
     subprocess.run(["chmod", "-R", "a+rX", where], check=True)
     return venv_python

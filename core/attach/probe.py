@@ -96,6 +96,10 @@ class Excluding:
         mine = self.own.pids()
         return [p for p in self.probe.pids() if p not in mine]
 
+    def sampled_pids(self):
+        mine = self.own.pids()
+        return [p for p in self.probe.sampled_pids() if p not in mine]
+
     def __getattr__(self, name):
         return getattr(self.probe, name)
 
@@ -150,6 +154,9 @@ class Held:
 
     def pids(self):
         return [] if self.gone else self.probe.pids()
+
+    def sampled_pids(self):
+        return [] if self.gone else self.probe.sampled_pids()
 
     def __getattr__(self, name):   # tasks_peak, gpu_summary, ...
         return getattr(self.probe, name)

@@ -119,7 +119,7 @@ class Sampler:
             self._safe(s, "write", sample)
         if self.netfs is not None and not final and self.netfs.due(now):
             try:
-                self.netfs.look(self.probe.pids(), now)
+                self.netfs.look(self.probe.sampled_pids(), now)
             except Exception as e:   # off for the rest of the job; the samples go on
                 self._warn(f"network file systems: {e}")
                 self.netfs = None

@@ -23,6 +23,11 @@ class Probe:
         """Pids of the job's live processes."""
         raise NotImplementedError
 
+    def sampled_pids(self):
+        """Pids of the job's live processes as the last read() found them, for what looks
+        at them right after it (a probe that keeps them need not look again)."""
+        return self.pids()
+
     def limits(self):
         """What the kernel holds the job to: {"cores": n} when its processes may run on
         fewer CPUs than the node has (a cpuset, taskset); cgroup probes add their CPU quota
@@ -47,6 +52,8 @@ class NoProbe:
 
     def pids(self):
         return []
+
+    sampled_pids = pids
 
     def close(self):
         pass

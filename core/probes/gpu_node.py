@@ -189,7 +189,7 @@ class NodeGpuProbe:
         if view.util is not None:
             values["gpu_util_percent"] = view.util
         # the job's pids, asked for only when some process is on its GPUs
-        pids = set(self.main.pids()) if view.procs else set()
+        pids = set(self.main.sampled_pids()) if view.procs else set()
         mem = self._memory(view, pids)
         if mem is not None:
             values["gpu_mem_bytes"] = mem

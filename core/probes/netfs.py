@@ -10,12 +10,13 @@ jobmon looks where the job's processes are: their working directories and open f
 (the job's /proc/<pid>/mountinfo, read at each look: the longest mount point that holds
 each path). A look costs the mount table and one readlink per process and per open file:
 it is made at the first sample, 5 s later and then every LOOK_SECONDS, for at most
-MAX_PROCS processes and MAX_FDS open files of each. Standard library only.
+MAX_PROCS processes and MAX_LINKS links in all (a thousand forked workers hold the same
+files: the first few of them tell). Standard library only.
 """
 import os
 
 SECOND, LOOK_SECONDS = 5.0, 60.0
-MAX_PROCS, MAX_FDS = 64, 256
+MAX_PROCS, MAX_LINKS = 64, 256
 # file system types whose I/O is not block I/O of the job on a local disk
 NETWORK = {"nfs", "nfs4", "lustre", "gpfs", "ceph", "cifs", "smb3", "smbfs", "beegfs", "9p",
            "virtiofs", "glusterfs", "afs", "pvfs2", "orangefs", "panfs", "wekafs", "davfs",
@@ -86,13 +87,18 @@ class NetFs:
         self.mounts = self._mounts(pids)
         if self.mounts is None:
             return
+        links = MAX_LINKS
         for pid in pids:
+            if links <= 0:
+                break
             base = os.path.join(self.proc, str(pid))
             self._see(self._link(os.path.join(base, "cwd")), "working directory")
+            links -= 1
             try:
-                fds = os.listdir(os.path.join(base, "fd"))[:MAX_FDS]
+                fds = os.listdir(os.path.join(base, "fd"))[:links]
             except OSError:
                 continue
+            links -= len(fds)
             for fd in fds:
                 self._see(self._link(os.path.join(base, "fd", fd)), "open files")
 

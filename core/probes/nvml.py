@@ -249,7 +249,7 @@ class GpuProbe:
         except NvmlError:
             pass
         try:
-            pids = set(self.main.pids())
+            pids = set(self.main.sampled_pids())
             used = [u for h in self.devices for pid, u in self.nvml.processes(h).items()
                     if pid in pids]
             if None not in used:      # NVML could not tell one: left out, not guessed

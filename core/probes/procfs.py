@@ -371,6 +371,9 @@ class ProcfsProbe(Probe):
     def pids(self):
         return sorted(p.pid for p in self._walk().values() if p.state not in ZOMBIE)
 
+    def sampled_pids(self):
+        return [p.pid for p in self.procs.values() if p.state not in ZOMBIE]
+
     def limits(self):
         """Probe.limits from a process the last walk found (no walk of its own)."""
         from ..summary.efficiency import affinity_cores
