@@ -53,7 +53,8 @@ def make_venv(where, python=BASE_PYTHON):
                     ignore=ignore)
     subprocess.run([venv_python, "-m", "compileall", "-q", os.path.join(site, "jobmon")],
                    check=True, timeout=300)
-    for name, entry in SCRIPTS.items():   # console scripts as pip writes them
+    # console scripts as pip before 25.1 (Debian 12's pip 23) writes them
+    for name, entry in SCRIPTS.items():
         path = os.path.join(where, "bin", name)
         mod, func = entry.split(":")
         with open(path, "w") as f:
