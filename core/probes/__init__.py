@@ -33,8 +33,8 @@ class Probe:
         fewer CPUs than the node has (a cpuset, taskset); cgroup probes add their CPU quota
         and memory limit ({"memory_bytes": n}). Read while the job runs."""
         from ..summary.efficiency import affinity_cores
-        try:
-            cores = affinity_cores(self.pids())
+        try:   # the processes the last read found: a probe that keeps them looks no more
+            cores = affinity_cores(self.sampled_pids())
         except OSError:
             cores = None
         return {} if cores is None else {"cores": cores}

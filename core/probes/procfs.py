@@ -374,16 +374,6 @@ class ProcfsProbe(Probe):
     def sampled_pids(self):
         return [p.pid for p in self.procs.values() if p.state not in ZOMBIE]
 
-    def limits(self):
-        """Probe.limits from a process the last walk found (no walk of its own)."""
-        from ..summary.efficiency import affinity_cores
-        live = next((p.pid for p in self.procs.values() if p.state not in ZOMBIE), None)
-        try:
-            cores = affinity_cores([] if live is None else [live])
-        except OSError:
-            cores = None
-        return {} if cores is None else {"cores": cores}
-
     def stats(self):
         """(pid, comm, state, own CPU ticks, start ticks, resident bytes) of each process as
         the last walk read it: the per-process breakdown without reading /proc again (one
