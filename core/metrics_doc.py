@@ -67,7 +67,7 @@ NOTES = {
                    "cancelled, never going back (a write cancelled after a sample counted "
                    "it stays counted)",
     "network_fs": "looked for every 60 s, in up to 64 processes' working directories and "
-                  "open files",
+                  "open files, 256 links in all",
     "procs_max": "exact where the pids controller keeps a high-water mark",
     "gpu_energy_joules": "the job's own where no other process used its GPUs "
                          "(gpu_shared_samples 0); none for MIG slices",
