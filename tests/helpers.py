@@ -111,13 +111,15 @@ def set_job_cgroup(proc, controller, name, value):
     killed jobmon's group of the same pid was left behind."""
     import time
     from jobmon import cgroups
+    from jobmon.probes.breakdown import children
     mounts, own = cgroups.own()
     deadline = time.time() + 30
     while True:
         assert time.time() < deadline and proc.poll() is None, "no job cgroup"
-        for child in _children(proc.pid):
+        for child in children(b"/proc", proc.pid):
             try:
-                path = cgroups.parse_proc_cgroup(open(f"/proc/{child}/cgroup").read())[controller]
+                with open(f"/proc/{child}/cgroup") as f:
+                    path = cgroups.parse_proc_cgroup(f.read())[controller]
             except (OSError, KeyError):
                 continue
             if path != own.get(controller) and is_job_cgroup(path, proc.pid):
@@ -126,14 +128,6 @@ def set_job_cgroup(proc, controller, name, value):
                     f.write(str(value))
                 return
         time.sleep(0.01)
-
-
-def _children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return f.read().split()
-    except OSError:
-        return []
 
 
 def is_job_cgroup(path, pid):

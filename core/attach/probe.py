@@ -93,12 +93,14 @@ class Excluding:
         return v
 
     def pids(self):
-        mine = self.own.pids()
-        return [p for p in self.probe.pids() if p not in mine]
+        return self._others(self.probe.pids())
 
     def sampled_pids(self):
+        return self._others(self.probe.sampled_pids())
+
+    def _others(self, pids):
         mine = self.own.pids()
-        return [p for p in self.probe.sampled_pids() if p not in mine]
+        return [p for p in pids if p not in mine]
 
     def __getattr__(self, name):
         return getattr(self.probe, name)
