@@ -8,8 +8,9 @@ working directory or open files are on one may read terabytes and show "storage 
 jobmon looks where the job's processes are: their working directories and open files
 (/proc/<pid>/cwd, /proc/<pid>/fd/*), matched against the mount table
 (the job's /proc/<pid>/mountinfo, read at each look: the longest mount point that holds
-each path). A look costs the mount table and one readlink per process and per open file:
-it is made at the first sample, 5 s later and then every LOOK_SECONDS, for at most
+each path). A look costs the mount table and, where it holds a file system of those kinds,
+one readlink per process and per open file (where it holds none, no file can be on one): it
+is made at the first sample, 5 s later and then every LOOK_SECONDS, for at most
 MAX_PROCS processes and MAX_LINKS links in all (a thousand forked workers hold the same
 files: the first few of them tell). Standard library only.
 """
@@ -52,6 +53,7 @@ class Mounts:
     def __init__(self, text):
         # {mount point: fstype}; of several at one point the latest mounted hides the rest
         self.at = dict(parse_mounts(text))
+        self.any_not_local = any(not_local(t) for t in self.at.values())
 
     def of(self, path):
         """(mount point, fstype) that holds the absolute `path`, or None: its longest
@@ -85,7 +87,7 @@ class NetFs:
         self.next = now + (SECOND if self.next is None else LOOK_SECONDS)
         pids = list(pids)[:MAX_PROCS]
         self.mounts = self._mounts(pids)
-        if self.mounts is None:
+        if self.mounts is None or not self.mounts.any_not_local:
             return
         links = MAX_LINKS
         for pid in pids:
