@@ -92,6 +92,8 @@ def store_calls(store):
         "records": lambda: store.records(job_ref("4242"), user="alice"),
         "summaries": lambda: (store.summaries(time.time() - 86400, time.time(), "alice"),
                               store.summaries(fields=["wall_seconds"])),
+        "summaries_by_hour": lambda: list(store.summaries_by_hour(
+            time.time() - 86400 - 1800, time.time(), "alice", fields=["wall_seconds"])),
         "samples": lambda: store.samples(record),
         "breakdowns": lambda: (store.breakdowns(record), store.breakdowns(record, last=3)),
         "job": lambda: store.job("4242", user="alice"),

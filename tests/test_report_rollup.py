@@ -168,6 +168,30 @@ def test_merged_hours_give_the_report_of_every_record_influxdb(site, tmp_path):
     check(store, since, until, expect_stored=True, claims=())   # ... to the same report
 
 
+def test_influxdb_gives_a_day_of_summaries_in_one_query_hour_by_hour(site):
+    """A 1.x server's query costs every series of the shards it touches (a job is a series),
+    whatever its time range in them: the rollups read a day in one query, not 24, and get
+    each hour's records as summaries() of that hour gives them."""
+    site.prepare()
+    write(lambda: SpoolSink(site.spool), varied())
+    site.ship()
+    asked = []
+
+    class Counting(InfluxStore):
+        def rows(self, q, database=None):
+            asked.append(q)
+            return super().rows(q, database)
+    store = Counting(site.influx.url, site.db)
+    since, until = T0 - 1800, T0 + 31 * HOUR + 1800      # partial hours at both ends
+    hours = list(store.summaries_by_hour(since, until, fields=INPUTS))
+    reads = len(asked)
+    assert [h for h, _r in hours] == list(range(T0 - HOUR, T0 + 32 * HOUR, HOUR))
+    assert reads == int(until) // 86400 - int(since) // 86400 + 1    # the days touched
+    assert sum(len(r) for _h, r in hours) == len(store.summaries(since, until)) > 200
+    for h, records in hours:
+        assert records == store.summaries(max(h, since), min(h + HOUR, until), fields=INPUTS)
+
+
 def test_a_report_reads_one_hour_of_records_at_a_time(tmp_path):
     path = str(tmp_path / "s.db")
     jobs = varied(600, seed=5)

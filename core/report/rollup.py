@@ -38,16 +38,11 @@ LATE_SECONDS = 86400     # an hour younger than this may still get points (a nod
 
 
 def by_hour(store, since, until, user=None, settle=None):
-    """(hour, its records in [since, until)) of every hour touching [since, until), read
-    an hour at a time: a reader holds no more (and InfluxDB 1.x reads a job's summary in
-    ~1 ms: an hour of a busy cluster in one query, under its time-out). settle: what the
-    records go through first (the scheduler's word the store lacks yet)."""
-    t = since
-    while t < until:
-        end = min((t // HOUR + 1) * HOUR, until)
-        records = store.summaries(t, end, user, fields=INPUTS)
-        yield int(t // HOUR) * HOUR, settle(records) if settle else records
-        t = end
+    """(hour, its records in [since, until)) of every hour touching [since, until), as the
+    store reads them (Store.summaries_by_hour: an hour or a day at a time, never all).
+    settle: what the records go through first (the scheduler's word the store lacks yet)."""
+    for hour, records in store.summaries_by_hour(since, until, user, fields=INPUTS):
+        yield hour, settle(records) if settle else records
 
 
 def made_with(roll):

@@ -7,6 +7,8 @@ library only.
 """
 import os
 
+HOUR = 3600
+
 
 class Store:
     def jobs(self, limit=20, user=None):
@@ -27,6 +29,16 @@ class Store:
         gives them, "summary" None while the job runs. Reads no samples. fields: the
         summary fields the caller needs (a store may leave others out); None: all."""
         raise NotImplementedError
+
+    def summaries_by_hour(self, since, until, user=None, fields=None):
+        """(hour, summaries() of the runs that started in it) of every hour touching
+        [since, until) (the first and last may be partial), oldest first, holding no more
+        than a read's worth: an hour, here."""
+        t = since
+        while t < until:
+            end = min((t // HOUR + 1) * HOUR, until)
+            yield int(t // HOUR) * HOUR, self.summaries(t, end, user, fields=fields)
+            t = end
 
     def samples(self, record):
         """One record's samples, in time order."""

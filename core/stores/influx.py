@@ -15,8 +15,10 @@ import urllib.request
 
 from ..influx import lineprotocol as lp
 from ..influx import schema
-from . import Store
+from . import HOUR, Store
 from .ids import JobRef
+
+DAY = 86400   # a shard's length as deploy/create-influxdb.sh makes them
 
 
 class InfluxError(Exception):
@@ -142,8 +144,32 @@ class InfluxStore(Store):
     PAGE_ROWS = 10000
 
     def summaries(self, since=None, until=None, user=None, fields=None):
-        # job points only (timestamped at the job's start), without the command line; the
-        # server's time grows with the columns read, so a caller may name the fields it uses
+        return sorted(self._summaries(since, until, user, fields), key=_order)
+
+    def summaries_by_hour(self, since, until, user=None, fields=None):
+        """A day in one query (read in pages), split into its hours: a 1.x server's query
+        costs every series of the shards it touches whatever its time range in them (a job
+        is a series: ~1 ms of the server's time each), and its shards are a day long
+        (deploy/create-influxdb.sh). An hour at a time made that 24 queries a day."""
+        t = since
+        while t < until:
+            end = min((t // DAY + 1) * DAY, until)
+            hour, held = int(t // HOUR) * HOUR, []
+            for r in self._summaries(t, end, user, fields):
+                start = r["_point"]["time"] // 10**9 // HOUR * HOUR
+                while hour < start:
+                    yield hour, sorted(held, key=_order)
+                    hour, held = hour + HOUR, []
+                held.append(r)
+            while hour < end:
+                yield hour, sorted(held, key=_order)
+                hour, held = hour + HOUR, []
+            t = end
+
+    def _summaries(self, since, until, user, fields):
+        """Job points only (timestamped at the job's start), without the command line, in
+        time order; the server's time grows with the columns read, so a caller may name
+        the fields it uses."""
         known = set(schema.STORED_TYPES[schema.JOB]) - {"command"}
         if fields is not None:
             known &= set(fields) | {"ended", "tags", "start_time", "method", "interval"}
@@ -158,9 +184,7 @@ class InfluxStore(Store):
         if user:
             where.append(f'"user"::tag = {tag_literal(user)}')
         cond = " WHERE " + " AND ".join(where) if where else ""
-        out = [_record(row) for row in
-               self.pages(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time')]
-        return sorted(out, key=lambda r: (r["_point"]["time"], r["job"] or ""))  # ties: by id
+        return map(_record, self.pages(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time'))
 
     def unreconciled(self, since=None, host=None):
         """Job points not reconciled yet (`jobmon reconcile`: every end-of-job point, and
@@ -271,6 +295,10 @@ class InfluxStore(Store):
                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
                          f'ORDER BY time', self.samples_database)  # the start is µs-rounded
         return [schema.sample_from_row(r) for r in rows]
+
+
+def _order(record):
+    return record["_point"]["time"], record["job"] or ""   # ties: by id
 
 
 def _record(row):
