@@ -7,6 +7,9 @@ import time
 import pytest
 
 from helpers import TEST_USER, jobmon, jobmon_run, needs_test_user
+from influx_site import Site
+from jobmon.stores.ids import JobRef
+from servers import Influx
 from jobmon.sinks.spool import SpoolSink
 from jobmon.stores.influx import InfluxStore
 from jobmon.stores.local import LocalStore
@@ -88,6 +91,31 @@ def test_summaries_over_a_range_by_user(filled):
     # a caller may name the summary fields it needs: those come back
     [one] = store.summaries(NOW - 1.5 * DAY, None, user="ben", fields=("rss_peak_bytes",))[:1]
     assert one["summary"]["rss_peak_bytes"] == 300 * MiB and one["tags"] == ARRAY
+
+
+def test_a_server_row_limit_cuts_no_read_short(tmp_path):
+    """An InfluxDB 1.x with max-row-limit (10,000 by default in early 1.x releases) cuts
+    every answer at that many rows and says only "partial": summaries, a job's samples and
+    its breakdowns are streamed (chunked), which the limit does not apply to."""
+    srv = Influx()
+    with open(srv.conf) as f:
+        conf = f.read().replace("max-body-size = 0", "max-body-size = 0\n  max-row-limit = 2")
+    with open(srv.conf, "w") as f:
+        f.write(conf)
+    srv.start()
+    try:
+        site = Site(srv, tmp_path, "row_limit")
+        site.prepare()
+        fill(lambda: SpoolSink(site.spool))
+        site.ship()
+        store = InfluxStore(srv.url, site.db)
+        assert len(store.rows('SELECT * FROM "jobmon_job" WHERE time >= 0')) == 2
+        assert [r["job"] for r in store.summaries(NOW - 7 * DAY, NOW)] == \
+            ["10.0", "10.1", "10.2", "20_1", "20_2", "20_3", "30.0"]
+        [one] = store.records(JobRef("10.0", ["10.0"], [], None))
+        assert len(store.samples(one)) == 3
+    finally:
+        srv.close()
 
 
 def test_report_command_groups_and_rightsizes(filled):

@@ -8,6 +8,7 @@ Queries name every column they read, tags as `"k"::tag` and fields as `"k"::fiel
 `SELECT *`, where a field named like a tag would take its place), and look ids and users
 up the way the writer stored them (jobmon.influx.lineprotocol.clean_tag)."""
 import base64
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -98,21 +99,37 @@ class InfluxStore(Store):
                    cfg.secret("password_file"), cfg.secret("token_file"),
                    c["timeout_seconds"], samples)
 
+    PAGE_ROWS = 10000     # rows per chunk of a streamed answer (pages())
+
     def rows(self, q, database=None):
         """Rows of every series of the answer, as dicts with the tags merged in."""
-        body = urllib.parse.urlencode({"db": database or self.database, "q": q,
-                                       "epoch": "ns"}).encode()
-        req = urllib.request.Request(self.url, data=body, headers=self.headers)
+        return [row for answer in self._answers(q, database) for row in answer]
+
+    def pages(self, q, database=None):
+        """The rows of q as the server streams them, PAGE_ROWS at a time (chunked): one
+        query however many rows (pages by LIMIT and OFFSET ran it again for each), held a
+        chunk at a time, and a server's max-row-limit does not apply to it."""
+        for answer in self._answers(q, database, chunk=self.PAGE_ROWS):
+            yield from answer
+
+    def _answers(self, q, database, chunk=None):
+        """The rows of each JSON answer the server sends (one; one a chunk with `chunk`)."""
+        params = {"db": database or self.database, "q": q, "epoch": "ns"}
+        if chunk:
+            params.update(chunked="true", chunk_size=str(chunk))
+        req = urllib.request.Request(self.url, data=urllib.parse.urlencode(params).encode(),
+                                     headers=self.headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                answer = json.load(r)
+                for line in r if chunk else [r.read()]:
+                    if line.strip():
+                        yield answer_rows(json.loads(line), self.url)
         except urllib.error.HTTPError as e:
             raise InfluxError(f"{self.url}: HTTP {e.code}: {e.read()[:300].decode('utf-8', 'replace')}")
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:   # (cut short: IncompleteRead)
             raise InfluxError(f"{self.url}: {e}")
         except ValueError as e:    # not JSON: not an InfluxDB (a proxy's error page ...)
             raise InfluxError(f"{self.url}: the answer is not InfluxDB's ({e})")
-        return answer_rows(answer, self.url)
 
     # --- read interface ---
     def jobs(self, limit=20, user=None):
@@ -140,17 +157,14 @@ class InfluxStore(Store):
                 out.append(info)
         return out
 
-    # rows per query of summaries(): a server's max-row-limit cuts bigger answers short
-    PAGE_ROWS = 10000
-
     def summaries(self, since=None, until=None, user=None, fields=None):
         return sorted(self._summaries(since, until, user, fields), key=_order)
 
     def summaries_by_hour(self, since, until, user=None, fields=None):
         """A day in one query (read in pages), split into its hours: a 1.x server's query
-        costs every series of the shards it touches whatever its time range in them (a job
-        is a series: ~1 ms of the server's time each), and its shards are a day long
-        (deploy/create-influxdb.sh). An hour at a time made that 24 queries a day."""
+        costs it every series of the shards it touches, whatever its time range in them (a
+        job is a series), and its shards are a day long (deploy/create-influxdb.sh): an
+        hour per query paid for each day's series 24 times."""
         t = since
         while t < until:
             end = min((t // DAY + 1) * DAY, until)
@@ -199,16 +213,6 @@ class InfluxStore(Store):
         return [_record(row) for row in self.pages(
             f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
             f'WHERE {" AND ".join(where)} ORDER BY time')]
-
-    def pages(self, q, database=None):
-        """The rows of q (ORDER BY time), read in pages of PAGE_ROWS."""
-        offset = 0
-        while True:
-            rows = self.rows(f"{q} LIMIT {self.PAGE_ROWS} OFFSET {offset}", database)
-            yield from rows
-            if len(rows) < self.PAGE_ROWS:
-                return
-            offset += len(rows)
 
     # the sample fields `jobmon act` reads of each running record
     LATEST = ("cpu_idle_seconds", "gpu_unused_seconds", "gpu_count", "elapsed_seconds")
@@ -277,9 +281,9 @@ class InfluxStore(Store):
                              for k in schema.SHIPPER_TAGS + schema.JOB_TAGS
                              if point.get(k) is not None)
         order = f" ORDER BY time DESC LIMIT {int(last)}" if last else " ORDER BY time"
-        rows = self.rows(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
-                         f'WHERE {where} AND time >= {point["time"] - 10**6}{order}',
-                         self.samples_database)
+        rows = self.pages(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
+                          f'WHERE {where} AND time >= {point["time"] - 10**6}{order}',
+                          self.samples_database)
         out = [schema.procs_from_row(r) for r in rows]
         return out[::-1] if last else out
 
@@ -291,9 +295,9 @@ class InfluxStore(Store):
         end, end_time = "", (record["summary"] or {}).get("end_time")
         if isinstance(end_time, (int, float)) and (end_time + 60) * 1e9 < 2**63:
             end = f" AND time <= {int((end_time + 60) * 1e9)}"   # (a forged 1e308: none)
-        rows = self.rows(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
-                         f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
-                         f'ORDER BY time', self.samples_database)  # the start is µs-rounded
+        rows = self.pages(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
+                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
+                          f'ORDER BY time', self.samples_database)  # the start is µs-rounded
         return [schema.sample_from_row(r) for r in rows]
 
 
