@@ -218,6 +218,25 @@ def measure(name, store_args, env, a, old_pkg, first=()):
                   f"{window}: {same}", flush=True)
 
 
+def day_rollups(srv, env, old_pkg, now, a):
+    """`jobmon rollup` of one whole day by each code, on days of their own (their rollups
+    deleted first): what making the rollups costs, before the month's."""
+    jobmon = [sys.executable, "-m", "jobmon"]
+    first = int(now - 4 * 3600 - a.days * 86400) // 86400 * 86400 + 86400
+    for k, (code, e) in enumerate((("this", env), ("baseline", dict(env, PYTHONPATH=old_pkg)))):
+        day = first + (5 + k) * 86400
+        srv.query(f'DELETE FROM "jobmon_rollup" WHERE time >= {day * 10**9} AND '
+                  f'time < {(day + 86400) * 10**9}', "bench")
+        w, c, m, _o, err = timed(jobmon + ["rollup", f"--since={iso(day)}",
+                                           f"--until={iso(day + 86400)}"], e)
+        print(f"influxdb, {code}: jobmon rollup of one day ({iso(day)[:10]}): {w:.1f} s, CPU "
+              f"{c:.1f} s, RSS {m:.0f} MiB (load {load():.1f}) {err.strip()[-60:]}", flush=True)
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(t))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1_000_000)
@@ -287,8 +306,9 @@ def influx(a, d, env, old_pkg, filled, stamp, now):
         t = filled["influxdb"]
         print(f"influxdb: {a.jobs:,} jobs spooled in {t['spool']:.0f} s ({a.writers} writers), "
               f"shipped in {t['ship']:.0f} s", flush=True)
-        measure("influxdb", [], dict(env, JOBMON_CONFIG=cfgfile), a, old_pkg,
-                first=[["rollup", "--since=31d"]])
+        env = dict(env, JOBMON_CONFIG=cfgfile)
+        day_rollups(srv, env, old_pkg, now, a)
+        measure("influxdb", [], env, a, old_pkg, first=[["rollup", "--since=31d"]])
     finally:
         srv.stop()
         if not a.data:
