@@ -83,9 +83,9 @@ def test_summaries_over_a_range_by_user(filled):
     assert [r["job"] for r in store.summaries(NOW - 7 * DAY, None, user="ann")] == \
         ["10.0", "10.1", "10.2"]
     assert store.summaries(NOW + DAY, None) == []
-    if isinstance(store, InfluxStore):   # read in pages: 7 rows in pages of 3, then of 7
+    if isinstance(store, InfluxStore):   # streamed: 7 rows in chunks of 3, then of 7
         for rows in (3, 7):
-            store.PAGE_ROWS = rows
+            store.CHUNK_ROWS = rows
             assert [r["job"] for r in store.summaries(NOW - 7 * DAY, NOW)] == \
                 [r["job"] for r in got]
     # a caller may name the summary fields it needs: those come back

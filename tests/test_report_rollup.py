@@ -178,11 +178,11 @@ def test_influxdb_gives_a_day_of_summaries_in_one_query_hour_by_hour(site):
     asked = []
 
     class Counting(InfluxStore):
-        PAGE_ROWS = 50           # the answer streamed in chunks: still one query a day
+        CHUNK_ROWS = 50           # the answer streamed in chunks: still one query a day
 
-        def pages(self, q, database=None):
+        def streamed(self, q, database=None):
             asked.append(q)
-            return super().pages(q, database)
+            return super().streamed(q, database)
     store = Counting(site.influx.url, site.db)
     since, until = T0 - 1800, T0 + 31 * HOUR + 1800      # partial hours at both ends
     hours = list(store.summaries_by_hour(since, until, fields=INPUTS))

@@ -99,17 +99,17 @@ class InfluxStore(Store):
                    cfg.secret("password_file"), cfg.secret("token_file"),
                    c["timeout_seconds"], samples)
 
-    PAGE_ROWS = 10000     # rows per chunk of a streamed answer (pages())
+    CHUNK_ROWS = 10000     # rows per chunk of a streamed answer
 
     def rows(self, q, database=None):
         """Rows of every series of the answer, as dicts with the tags merged in."""
         return [row for answer in self._answers(q, database) for row in answer]
 
-    def pages(self, q, database=None):
-        """The rows of q as the server streams them, PAGE_ROWS at a time (chunked): one
+    def streamed(self, q, database=None):
+        """The rows of q as the server streams them, CHUNK_ROWS at a time (chunked): one
         query however many rows (pages by LIMIT and OFFSET ran it again for each), held a
         chunk at a time, and a server's max-row-limit does not apply to it."""
-        for answer in self._answers(q, database, chunk=self.PAGE_ROWS):
+        for answer in self._answers(q, database, chunk=self.CHUNK_ROWS):
             yield from answer
 
     def _answers(self, q, database, chunk=None):
@@ -161,7 +161,7 @@ class InfluxStore(Store):
         return sorted(self._summaries(since, until, user, fields), key=_order)
 
     def summaries_by_hour(self, since, until, user=None, fields=None):
-        """A day in one query (read in pages), split into its hours: a 1.x server's query
+        """A day in one query (streamed), split into its hours: a 1.x server's query
         costs it every series of the shards it touches, whatever its time range in them (a
         job is a series), and its shards are a day long (deploy/create-influxdb.sh): an
         hour per query paid for each day's series 24 times."""
@@ -198,7 +198,8 @@ class InfluxStore(Store):
         if user:
             where.append(f'"user"::tag = {tag_literal(user)}')
         cond = " WHERE " + " AND ".join(where) if where else ""
-        return map(_record, self.pages(f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time'))
+        return map(_record, self.streamed(
+            f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time'))
 
     def unreconciled(self, since=None, host=None):
         """Job points not reconciled yet (`jobmon reconcile`: every end-of-job point, and
@@ -210,7 +211,7 @@ class InfluxStore(Store):
             where.append(f'"host"::tag = {tag_literal(host)}')
         if since is not None:
             where.append(f"time >= {int(since * 1e9)}")
-        return [_record(row) for row in self.pages(
+        return [_record(row) for row in self.streamed(
             f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" '
             f'WHERE {" AND ".join(where)} ORDER BY time')]
 
@@ -250,10 +251,10 @@ class InfluxStore(Store):
         while t < until:
             end = min(t + self.ROLLUP_WINDOW, until)
             pieces = {}
-            for row in self.pages(f'SELECT "state"::field, "chunks"::field, "part"::tag, '
-                                  f'"key"::tag, "chunk"::tag FROM "{schema.ROLLUP}" WHERE '
-                                  f'{cond} AND time >= {int(t * 1e9)} AND time < '
-                                  f'{int(end * 1e9)} ORDER BY time'):
+            for row in self.streamed(f'SELECT "state"::field, "chunks"::field, "part"::tag, '
+                                     f'"key"::tag, "chunk"::tag FROM "{schema.ROLLUP}" WHERE '
+                                     f'{cond} AND time >= {int(t * 1e9)} AND time < '
+                                     f'{int(end * 1e9)} ORDER BY time'):
                 got = pieces.setdefault((row["time"], row["part"], row["key"]), {})
                 got[int(row["chunk"])] = row
             for (ns, part, key), chunks in sorted(pieces.items()):
@@ -281,9 +282,9 @@ class InfluxStore(Store):
                              for k in schema.SHIPPER_TAGS + schema.JOB_TAGS
                              if point.get(k) is not None)
         order = f" ORDER BY time DESC LIMIT {int(last)}" if last else " ORDER BY time"
-        rows = self.pages(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
-                          f'WHERE {where} AND time >= {point["time"] - 10**6}{order}',
-                          self.samples_database)
+        rows = self.streamed(f'SELECT {schema.columns(schema.PROCS)} FROM "{schema.PROCS}" '
+                             f'WHERE {where} AND time >= {point["time"] - 10**6}{order}',
+                             self.samples_database)
         out = [schema.procs_from_row(r) for r in rows]
         return out[::-1] if last else out
 
@@ -295,9 +296,9 @@ class InfluxStore(Store):
         end, end_time = "", (record["summary"] or {}).get("end_time")
         if isinstance(end_time, (int, float)) and (end_time + 60) * 1e9 < 2**63:
             end = f" AND time <= {int((end_time + 60) * 1e9)}"   # (a forged 1e308: none)
-        rows = self.pages(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
-                          f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
-                          f'ORDER BY time', self.samples_database)  # the start is µs-rounded
+        rows = self.streamed(f'SELECT {schema.columns(schema.SAMPLE)} FROM "{schema.SAMPLE}" '
+                             f'WHERE {where} AND time >= {point["time"] - 10**6}{end} '
+                             f'ORDER BY time', self.samples_database)  # the start is µs-rounded
         return [schema.sample_from_row(r) for r in rows]
 
 
