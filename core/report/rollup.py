@@ -245,6 +245,11 @@ class Report:
         return m
 
 
+# what make() keeps of each stored "run" part to tell whether to make it again (not its
+# wasters, suspects and batches: a month of those is ~300 MB at a million jobs)
+STATE = ("v", "built", "running", "total", "limits")
+
+
 def stale(hour, run):
     """Should the stored rollup of `hour` (its "run" part) be made again: it counted runs
     still running or unconfirmed (settled()), or was made while points of the hour could
@@ -262,8 +267,10 @@ def make(store, since, until, save, limits=None, remake=stale, accounts=(), sett
     says to make again, or made with other thresholds or pilot accounts), read live
     (through `settle`, as by_hour) and handed to save(start, parts); then those of the
     whole past days among them. Returns (hours made, runs in them)."""
-    stored = {(t, p): json.loads(text) for t, p, _k, text in
-              store.rollups(("run", DAILY + "run"), since, until)}
+    stored = {}
+    for t, p, _k, text in store.rollups(("run", DAILY + "run"), since, until):
+        run = json.loads(text)
+        stored[t, p] = {k: run.get(k) for k in STATE}
     now = min(until, time.time())
     made_now = made_with(aggregate.Rollup(limits, accounts=accounts))
     todo = [h for h in whole(since, now) if (h, "run") not in stored or remake(
