@@ -128,9 +128,12 @@ def test_top_in_a_terminal_keeps_its_title_header_and_first_rows_and_quits_on_q(
 @needs_root
 def test_top_into_a_pipe_writes_no_escape_codes(spool_of_25):
     env, stalled = spool_of_25
+    # Ctrl-C as a terminal gives it: a suite started in the background without job control
+    # runs with SIGINT ignored, and a Python started so never raises KeyboardInterrupt
     p = subprocess.Popen([JOBMON, "top", "--interval", "0.2", "--store=none"], env=env,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(2.5)          # several screens
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
