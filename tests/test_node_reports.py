@@ -9,21 +9,22 @@ import subprocess
 import pytest
 
 from helpers import JOBMON, needs_root
-from node_site import BUSY, CLIENT, NodeReader, Powered, Server
+from node_site import BUSY, CLIENT, NodeReader, Powered, Server, sent_as
 
 pytestmark = needs_root
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def jobs(tmp_path_factory):
     """Two jobs of root's on a node reader: e1 (account phys) busy, then talking to a local
-    server; e2 (account chem) busy for longer."""
+    server; e2 (account chem) busy for longer. Gives the store and the bytes e1's socket
+    says it sent (retransmissions included)."""
     tmp = tmp_path_factory.mktemp("node-reports")
     powered = Powered("xeon_2s", {"intel-rapl:0": 60, "intel-rapl:1": 40,
                                   "intel-rapl:0:0": 12, "intel-rapl:1:0": 8})
     n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start(
         period=0.5, wait_for=("energy.json", "network.txt"))
-    path = str(tmp / "store.db")
+    path, sent = str(tmp / "store.db"), {}
     try:
         server = Server(answer=50_000)
         for job, account, code in (("e1", "phys", f'"$0" -c "$1" 0.5; "$0" -c "$2" '
@@ -34,10 +35,16 @@ def store(tmp_path_factory):
                                 code, "python3", BUSY, CLIENT], env=n.env(),
                                capture_output=True, text=True, timeout=120)
             assert r.returncode == 0, r.stderr
+            sent[job] = int(r.stdout.split()[0]) if r.stdout else 0
     finally:
         n.close()
         powered.close()
-    return path
+    return {"store": path, "sent": sent}
+
+
+@pytest.fixture(scope="module")
+def store(jobs):
+    return jobs["store"]
 
 
 def jobmon(*args):
@@ -47,7 +54,7 @@ def jobmon(*args):
     return r.stdout
 
 
-def test_query_shows_each_figure_with_its_scope_and_method(store):
+def test_query_shows_each_figure_with_its_scope_and_method(jobs, store):
     doc = json.loads(jobmon("query", "e1", f"--store={store}", "--json"))
     rows = {r["field"]: r for r in doc["node"]}
     assert (rows["cpu_energy_joules"]["scope"], rows["cpu_energy_joules"]["method"]) == \
@@ -56,7 +63,10 @@ def test_query_shows_each_figure_with_its_scope_and_method(store):
     assert (rows["co2e_grams"]["scope"], rows["co2e_grams"]["method"]) == ("job", "estimated")
     assert rows["co2e_grams"]["note"] == "at 400 gCO2e/kWh, the site's carbon intensity"
     assert (rows["net_tx_bytes"]["scope"], rows["net_tx_bytes"]["method"]) == ("job", "exact")
-    assert 1_000_000 < rows["net_tx_bytes"]["value"] < 1_100_000
+    s = doc["summary"]
+    assert rows["net_tx_bytes"]["value"] == s["net_tx_bytes"]
+    assert jobs["sent"]["e1"] >= 1_000_000
+    assert sent_as(s["net_tx_bytes"], s["net_tx_packets"], jobs["sent"]["e1"]), (s, jobs)
     assert doc["scope_and_method"]["gpu_util_avg_percent"] == {
         "scope": "device", "method": "derived"}
     text = jobmon("query", "e1", f"--store={store}")
@@ -93,8 +103,10 @@ def test_report_by_account_sums_energy(store):
 
 def test_the_card_says_the_energy(store):
     from jobmon.sinks.card_text import card_lines
+    from jobmon.printable import size
     s = json.loads(jobmon("query", "e1", f"--store={store}", "--json"))["summary"]
     lines = card_lines(s)
     [energy] = [x for x in lines if "Energy:" in x]
     assert "CPU+DRAM apportioned" in energy and "gCO2e" in energy
-    assert any(x.strip().startswith("Network: sent 97") for x in lines), lines
+    network = f"Network: sent {size(s['net_tx_bytes'])}, received {size(s['net_rx_bytes'])}"
+    assert s["net_tx_bytes"] > 1_000_000 and network in [x.strip() for x in lines], lines
