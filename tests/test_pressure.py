@@ -95,6 +95,50 @@ def test_a_job_in_a_schedulers_v1_cgroup_has_its_run_queue_wait(tmp_path):
     counters_never_go_back(samples, "cpu_wait_seconds")
 
 
+# a process of `n` threads that wait `hold` seconds, then exits with status 3
+THREADS = ("import sys, threading, time\n"
+           "ev = threading.Event()\n"
+           "ts = [threading.Thread(target=ev.wait) for _ in range(int(sys.argv[1]))]\n"
+           "[t.start() for t in ts]\n"
+           "time.sleep(float(sys.argv[2])); ev.set(); [t.join() for t in ts]\n"
+           "sys.exit(3)\n")
+
+
+@pytest.mark.parametrize("mode", ["procfs", "cgroup-v1"])
+def test_more_threads_than_descriptors_still_end_as_the_job_ended(tmp_path, mode):
+    """The run-queue wait keeps a file open per thread: under a descriptor limit of 1024
+    (soft and hard), a job of 1100 threads must leave jobmon the files it needs to end."""
+    cg = None
+    if mode == "cgroup-v1":
+        if os.geteuid() != 0:
+            pytest.skip("needs root")
+        cg = cgroups.create(f"jobmon-pytest-fds-{os.getpid()}", prefer=1)
+        if cg is None or cg.version != 1:
+            pytest.skip("no cgroup v1 here")
+
+    def limited():
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+        if cg is not None:
+            cg.join()
+    summary = str(tmp_path / "s.json")
+    try:
+        p = subprocess.run([JOBMON, "run", "--interval=0.5", "--store=none",
+                            f"--summary={summary}",
+                            "--cgroup=existing" if cg else "--cgroup=none", "--", PYTHON, "-c",
+                            THREADS, "1100", "2"], capture_output=True, text=True,
+                           timeout=120, preexec_fn=limited)
+    finally:
+        if cg is not None:
+            time.sleep(0.05)
+            cg.remove()
+    assert p.returncode == 3, p.stderr
+    s = load_json(summary)
+    assert s["method"] == mode and s["pressure_source"] == "run-queue", s
+    assert s["exit_code"] == 3 and s["threads_max"] >= 1101, s   # (a v1 cgroup: jobmon too)
+    assert s["cpu_wait_seconds"] is not None, s
+
+
 @root
 @needs_root
 def test_a_cpu_quota_shows_as_throttled_time(tmp_path):

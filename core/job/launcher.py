@@ -212,7 +212,10 @@ class Supervisor:
             self.reaped_maxrss = max(self.reaped_maxrss, ru.ru_maxrss)
             if pid == self.pid:
                 self.status, self.rusage = status, ru
-                self.leftovers = len(_children(everyone=True))
+                try:
+                    self.leftovers = len(_children(everyone=True))
+                except OSError:   # (out of descriptors, say): not known, the job ends anyway
+                    self.leftovers = None
                 if self.on_command_exit:
                     self.on_command_exit(self.leftovers)
                 if not self.wait_leftovers:
