@@ -81,11 +81,9 @@ def test_procfs_live_tree(tmp_path):
         p.wait()
 
 
-def test_procfs_recorded_tree(tmp_path):
-    tree = tmp_path / "proc"
-    shutil.copytree(fixture("proc", "tree"), tree)   # the probe keeps files open
+def test_procfs_recorded_tree():
     for share in (None, 0.001):
-        probe = ProcfsProbe(TREE_ROOT, proc=str(tree), pss_share=share)
+        probe = ProcfsProbe(TREE_ROOT, proc=fixture("proc", "tree"), pss_share=share)
         check_contract([probe.read() for _ in range(3)])
         probe.close()
 

@@ -3,7 +3,7 @@ processes: orphans counted at their birth, idle processes not re-read, the PSS o
 of forked workers estimated within the budget."""
 import json
 import os
-import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -28,9 +28,8 @@ TREE = {"cpu_user_seconds": 0.18, "cpu_system_seconds": 0.34, "procs": 5, "threa
 
 
 @pytest.fixture
-def tree(tmp_path):
-    shutil.copytree(fixture("proc", "tree"), tmp_path / "proc")   # the probe keeps files open
-    return str(tmp_path / "proc")
+def tree():
+    return fixture("proc", "tree")
 
 
 def test_recorded_tree_golden(tree):
@@ -152,6 +151,94 @@ def test_idle_processes_are_not_read_again():
         os.kill(probe.pids()[-1], 9)       # one goes: seen at once, its parent read again
         time.sleep(0.2)
         assert probe.read()["procs"] == 30
+        probe.close()
+    finally:
+        stop(p)
+
+
+def test_a_process_found_idle_costs_two_files_until_it_runs():
+    """Forked workers that ran under 2 ms when found: stat and children opened, not io nor
+    schedstat; once one runs again (a signal wakes it), all four, its wait from its birth."""
+    p = start(IDLE, 5)
+    opened, real = [], os.open
+
+    def files(pid):   # (PSS walks aside: smaps_rollup and statm, within their budget)
+        return sorted({x.rsplit(b"/", 1)[1] for x in opened if x.startswith(b"/proc/%d/" % pid)}
+                      - {b"smaps_rollup", b"statm"})
+    try:
+        probe = ProcfsProbe(p.pid, include_root=True)
+        wait_for(probe, 6)
+        kids = [k for k in probe.pids() if k != p.pid]
+        probe.close()
+        os.open = lambda path, *a, **k: opened.append(os.fsencode(path)) or real(path, *a, **k)
+        probe = ProcfsProbe(p.pid, include_root=True)
+        assert probe.read()["procs"] == 6
+        assert files(p.pid) == [b"children", b"io", b"schedstat", b"stat"], opened
+        assert all(files(k) == [b"children", b"stat"] for k in kids), opened
+        del opened[:]
+        os.kill(kids[0], signal.SIGSTOP)
+        os.kill(kids[0], signal.SIGCONT)
+        time.sleep(0.1)
+        probe.read()
+        assert files(kids[0]) == [b"children", b"io", b"schedstat", b"stat"], opened
+        assert probe.procs[kids[0]].sched is not None   # its run-queue wait, from its birth
+        probe.close()
+    finally:
+        os.open = real
+        stop(p)
+
+
+# processes of 4 threads, idle; a byte written to the last one's pipe has one of its other
+# threads burn 0.2 s of CPU
+THREADED = r"""
+import os, sys, threading, time
+r, w = os.pipe()
+def burn():
+    os.read(r, 1)
+    end = time.process_time() + 0.2
+    while time.process_time() < end:
+        pass
+print(w, flush=True)
+for i in range(int(sys.argv[1])):
+    if i == int(sys.argv[1]) - 1 or os.fork() == 0:
+        for _ in range(3):
+            threading.Thread(target=burn if i == int(sys.argv[1]) - 1 else time.sleep,
+                             args=() if i == int(sys.argv[1]) - 1 else (60,),
+                             daemon=True).start()
+        time.sleep(60)
+        os._exit(0)
+"""
+
+
+def cpu(out):
+    return out["cpu_user_seconds"] + out["cpu_system_seconds"]
+
+
+def test_idle_processes_of_many_threads_are_not_read_again():
+    """A process's CPU clock counts all its threads: one whose threads all idle is not read
+    again; one whose other thread runs is, with that thread's CPU."""
+    p = subprocess.Popen([sys.executable, "-c", THREADED, "10"], stdout=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        w = int(p.stdout.readline())
+        probe = ProcfsProbe(p.pid, include_root=True)
+        wait_for(probe, 10)
+        while probe.read()["threads"] < 40:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        before = probe.read()
+        reread = []
+        full = probe._full
+        probe._full = lambda q, scan: reread.append(q.pid) or full(q, scan)
+        assert probe.read()["threads"] == 40 and reread == [], reread
+        fd = os.open(f"/proc/{p.pid}/fd/{w}", os.O_WRONLY)
+        os.write(fd, b"x")
+        os.close(fd)
+        deadline = time.monotonic() + 20
+        while cpu(probe.read()) < cpu(before) + 0.15:    # (however long a busy machine takes)
+            assert time.monotonic() < deadline, (before, probe.read())
+            time.sleep(0.1)
+        assert set(reread) == {p.pid}, reread
         probe.close()
     finally:
         stop(p)

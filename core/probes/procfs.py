@@ -8,10 +8,11 @@ kernel keeps it in jobmon's RUSAGE_CHILDREN and in /proc/self/io.
 
 What a sample costs, and why it stays exact:
 - A process that has not run since the last sample cannot have changed its CPU time, I/O,
-  threads, children or resident pages. Its run time in ns (schedstat, one pread of a file
-  kept open, ~1 µs) says whether it ran; only then are stat, children and io re-read, and
-  the job's totals corrected by what changed. A process that exited is seen at once: its
-  kept-open file answers ESRCH.
+  threads, children or resident pages. Its CPU clock (the run time in ns of all its
+  threads: one clock_gettime, no file, ~1 µs) says whether it ran; only then are stat,
+  children, io and schedstat re-read, and the job's totals corrected by what changed. A
+  process that was reaped has no clock any more; one whose pid was taken again has another
+  clock, and another start time in stat.
 - PSS (smaps_rollup, a page-table walk of 35-100 µs) keeps the pages forked workers share
   from counting once per worker. It is re-read within a CPU budget (`pss_share` of a core),
   where the estimate may be most wrong first; in between, a process's PSS moves with its
@@ -21,6 +22,7 @@ What a sample costs, and why it stays exact:
 """
 import os
 import resource
+import time
 
 from . import Probe
 from ..metrics import COUNTERS
@@ -31,15 +33,31 @@ from .lifetimes import Census, Life, now
 from .pressure import RUN_QUEUE, TreeWaits
 from .pss import PAGE, PSS_SHARE, Proc, PssBook
 
-# a process found having run less (its main thread; none reaped by it) moved at most a few
-# MB: its I/O counters (10 µs of the ~35 a new process costs) are read once it runs again,
-# or come with its parent's once it has exited
-LAZY_IO = 2_000_000   # ns
+# a process found having run less (one thread; none reaped by it) moved at most a few MB
+# and waited little: its I/O counters and schedstat (a file each, ~8 µs of the ~35 a new
+# process costs) are read once it runs again (both count from its birth), its I/O comes
+# with its parent's if it has exited by then
+LAZY = 2_000_000   # ns
+
+
+def cpu_clock(pid):
+    """The clock id of a process's CPU time (clock_getcpuclockid's): the run time of all its
+    threads, dead ones too, which any process may read."""
+    return (~pid << 3) | 2
+
+
+def clocks_are_ours(proc):
+    """Whether the pids under `proc` are this process's, whose CPU clocks it can read."""
+    try:
+        return proc == PROC and os.readlink(PROC + b"/self") == b"%d" % os.getpid() \
+            and time.clock_gettime_ns(cpu_clock(os.getpid())) > 0
+    except OSError:
+        return False
 
 
 def run_ns(sched):
     """Run time in ns from schedstat (none read: as if it ran long)."""
-    return int(sched.split(None, 1)[0]) if sched else LAZY_IO
+    return int(sched.split(None, 1)[0]) if sched else LAZY
 
 
 NAMES = ("cpu_user_seconds", "cpu_system_seconds", "rchar_bytes", "wchar_bytes", "read_bytes",
@@ -76,31 +94,16 @@ class ProcfsProbe(Probe):
             self.has_schedstat = not read_once(b"/proc/thread-self/schedstat").startswith(b"0 ")
         except OSError:
             self.has_schedstat = False
-        self.nopen = 0
+        self.clocks = clocks_are_ours(self.proc)   # else (a recorded tree): schedstat
         self.waits = TreeWaits(proc)   # run-queue wait of its threads
         self.comms = {}          # one bytes object per command name
         if not os.path.isdir(self._dir(root)):
             raise OSError(f"{self._dir(root).decode()} not readable")
         # CONFIG_PROC_CHILDREN: walk down from the root instead of listing all of /proc
         self.has_children = os.path.exists(self._dir(root) + b"task/%d/children" % root)
-        self.open_max = self._open_max()
 
     def _dir(self, pid):
         return b"%s/%d/" % (self.proc, pid)
-
-    def _open_max(self):
-        """How many schedstat files may stay open. In jobmon's own process the soft limit
-        is raised to the hard one (the job, started before, keeps its own)."""
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if not self.include_root and soft != resource.RLIM_INFINITY:
-            want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
-            try:
-                if want > soft:
-                    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-                    soft = want
-            except (ValueError, OSError):
-                pass
-        return max(soft // (2 if not self.include_root else 4) - 64, 0)
 
     # --- one process -----------------------------------------------------------------------
 
@@ -170,7 +173,8 @@ class ProcfsProbe(Probe):
             self.moved = True
             p.forked = p.forked or not set(kids) <= set(p.kids)
             p.kids = kids
-        if not new or p.threads > 1 or p.user + p.system > p.ticks or run_ns(p.sched) >= LAZY_IO:
+        eager = not new or p.threads > 1 or p.user + p.system > p.ticks or p.ran >= LAZY
+        if eager:
             try:
                 p.io = io_fields(read_once(p.dir + b"io"))
             except (OSError, ValueError, IndexError):
@@ -179,6 +183,11 @@ class ProcfsProbe(Probe):
             try:
                 p.statm = parse_statm(read_once(p.dir + b"statm"))
             except (OSError, ValueError, IndexError):
+                pass
+        if eager and self.clocks and p.threads == 1 and scan is None and self.has_schedstat:
+            try:   # its run-queue wait (a recorded tree's was read to tell whether it ran)
+                p.sched = read_once(p.dir + b"schedstat")
+            except OSError:
                 pass
         if p.counted:
             self._count(p, 1)
@@ -193,16 +202,18 @@ class ProcfsProbe(Probe):
         """A process first seen; None if it is gone already."""
         p = Proc(pid, self._dir(pid))
         p.seen = now()   # listed as a child before, read after: it existed then
-        if scan is None and self.has_schedstat:
+        if self.clocks:
             try:
-                if self.nopen < self.open_max:
-                    p.fd = os.open(p.dir + b"schedstat", os.O_RDONLY | os.O_CLOEXEC)
-                    self.nopen += 1
-                    p.sched = os.pread(p.fd, 64, 0)
-                else:
-                    p.sched = read_once(p.dir + b"schedstat")
+                p.ran = time.clock_gettime_ns(cpu_clock(pid))
             except OSError:
-                pass
+                return None              # reaped already
+        else:
+            if scan is None and self.has_schedstat:
+                try:
+                    p.sched = read_once(p.dir + b"schedstat")
+                except OSError:
+                    pass
+            p.ran = run_ns(p.sched)
         if not self._full(p, scan):
             self._forget(p)
             return None
@@ -224,30 +235,38 @@ class ProcfsProbe(Probe):
         if p.counted:
             self._count(p, -1)
             p.counted = False
-        if p.fd >= 0:
-            os.close(p.fd)
-            p.fd = -1
-            self.nopen -= 1
         self.pss.went(p)
 
     def _changed(self, scan):
         """The known processes that may have changed since the last walk, and those gone.
 
-        One that has not run cannot have changed (a single-threaded one: the leader's run
-        time misses other threads'); one that is gone has a schedstat that says ESRCH."""
-        if scan is not None or not self.has_schedstat:
+        One whose CPU clock has not moved has not run, so cannot have changed; one that was
+        reaped has no clock. In a recorded tree, schedstat says the same of a one-thread
+        process (for more, the leader's run time misses the other threads')."""
+        if scan is not None or not (self.clocks or self.has_schedstat):
             return list(self.procs.values()), []
-        ran, gone, pread = [], [], os.pread
-        for p in self.procs.values():
-            if p.threads == 1:
+        ran, gone, gettime = [], [], time.clock_gettime_ns
+        if self.clocks:
+            for p in self.procs.values():
                 try:
-                    now = pread(p.fd, 64, 0) if p.fd >= 0 else read_once(p.dir + b"schedstat")
+                    ns = gettime((~p.pid << 3) | 2)   # (cpu_clock inlined: 1000s a sample)
                 except OSError:
                     gone.append(p)
                     continue
-                if now == p.sched:
+                if ns != p.ran:
+                    p.ran = ns
+                    ran.append(p)
+            return ran, gone
+        for p in self.procs.values():
+            if p.threads == 1:
+                try:
+                    sched = read_once(p.dir + b"schedstat")
+                except OSError:
+                    gone.append(p)
                     continue
-                p.sched = now
+                if sched == p.sched:
+                    continue
+                p.sched = sched
             ran.append(p)
         return ran, gone
 

@@ -29,15 +29,15 @@ PSS_WALK_BYTES = 128 << 20   # resident bytes one sample may walk: a stall of ~1
 class Proc:
     """One process of the job, as of the last time it ran."""
 
-    __slots__ = ("pid", "dir", "fd", "sched", "state", "ppid", "minflt", "user", "system",
+    __slots__ = ("pid", "dir", "ran", "sched", "state", "ppid", "minflt", "user", "system",
                  "threads", "start", "rss", "kids", "io", "statm", "pss", "pss_at",
                  "pss_minflt", "pss_group", "forked", "mem", "counted", "sid", "seen", "died",
                  "orphan", "not_parent", "ticks", "comm")
 
     def __init__(self, pid, path):
         self.pid, self.dir = pid, path
-        self.fd = -1             # its schedstat kept open, or -1
-        self.sched = None        # what that said last: run time (ns), wait time, time slices
+        self.ran = None          # its CPU clock (ns) as last read
+        self.sched = None        # its schedstat as last read: run time (ns), wait, time slices
         self.start = self.state = None   # start: clock ticks after boot, tells a reused pid
         self.kids = ()
         self.io = self.statm = self.pss = self.pss_at = None
