@@ -5,6 +5,7 @@ Paths are bytes or str; the proc root is a parameter of the probes that use it (
 default here), so tests run the real code on a recorded tree.
 """
 import os
+import time
 
 PROC = b"/proc"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -36,6 +37,21 @@ def reader(path):
         return Reader(path)
     except OSError:
         return None
+
+
+def cpu_clock(pid):
+    """The clock id of a process's CPU time (clock_getcpuclockid's): the run time of all its
+    threads, dead ones too, which any process may read."""
+    return (~pid << 3) | 2
+
+
+def clocks_are_ours(proc):
+    """Whether the pids under `proc` are this process's, whose CPU clocks it can read."""
+    try:
+        return proc == PROC and os.readlink(PROC + b"/self") == b"%d" % os.getpid() \
+            and time.clock_gettime_ns(cpu_clock(os.getpid())) > 0
+    except OSError:
+        return False
 
 
 def read_once(path):

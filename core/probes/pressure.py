@@ -91,21 +91,6 @@ def run_delay(data):
     return int(data.split(None, 2)[1])
 
 
-def open_share(share):
-    """How many files a reader may keep open: `share` of this process's descriptor limit,
-    less room for everything else. The soft limit is raised to the hard one first: this is
-    jobmon's own process, and a job it started did so before and keeps its own."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    soft = 1 << 20 if soft == resource.RLIM_INFINITY else soft
-    return max(int(soft * share) - 64, 0)
-
-
 class RunQueue:
     """Run-queue wait summed over a job's threads. A thread's schedstat stays open while it
     lives (one pread a sample; up to `max_open` files, a quarter of the descriptor limit at
@@ -115,7 +100,10 @@ class RunQueue:
 
     def __init__(self, proc=b"/proc", max_open=1024):
         self.proc = os.fsencode(proc)
-        self.max_open = min(max_open, open_share(0.25))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY:   # (the job's threads must leave jobmon files)
+            max_open = min(max_open, max(soft // 4 - 64, 0))
+        self.max_open = max_open
         self.threads = {}     # tid -> [fd or -1, last wait ns]
         self.gone = 0         # ns waited by threads no longer there
         self.nopen = 0

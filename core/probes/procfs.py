@@ -26,9 +26,9 @@ import time
 
 from . import Probe
 from ..metrics import COUNTERS
-from .files import (PROC, TICK, ZOMBIE, io_fields, parse_io, parse_pss,  # noqa: F401
-                    parse_smaps_rollup, parse_stat, parse_statm, parse_status, read_all,
-                    read_once, reaped_io, scan_tree, stat_fields)
+from .files import (PROC, TICK, ZOMBIE, clocks_are_ours, cpu_clock, io_fields,  # noqa: F401
+                    parse_io, parse_pss, parse_smaps_rollup, parse_stat, parse_statm,
+                    parse_status, read_all, read_once, reaped_io, scan_tree, stat_fields)
 from .lifetimes import Census, Life, now
 from .pressure import RUN_QUEUE, TreeWaits
 from .pss import PAGE, PSS_SHARE, Proc, PssBook
@@ -38,21 +38,6 @@ from .pss import PAGE, PSS_SHARE, Proc, PssBook
 # process costs) are read once it runs again (both count from its birth), its I/O comes
 # with its parent's if it has exited by then
 LAZY = 2_000_000   # ns
-
-
-def cpu_clock(pid):
-    """The clock id of a process's CPU time (clock_getcpuclockid's): the run time of all its
-    threads, dead ones too, which any process may read."""
-    return (~pid << 3) | 2
-
-
-def clocks_are_ours(proc):
-    """Whether the pids under `proc` are this process's, whose CPU clocks it can read."""
-    try:
-        return proc == PROC and os.readlink(PROC + b"/self") == b"%d" % os.getpid() \
-            and time.clock_gettime_ns(cpu_clock(os.getpid())) > 0
-    except OSError:
-        return False
 
 
 def run_ns(sched):
