@@ -43,7 +43,10 @@ SAMPLE_FIELDS = (
      "time the job's threads were runnable but waiting for a CPU, summed over its threads "
      "(run-queue wait, `/proc/<tid>/schedstat`): taken where the job's cgroup has no PSI "
      "(cgroup v1, procfs mode, PSI off); a thread that exited counts up to the last sample "
-     "before, so a lower bound"),
+     "before, so a lower bound (in procfs mode a process's wait is read at a sample only if "
+     "it ran since the one before, so a wait that has not ended by then shows later; a "
+     "process found having run under 2 ms is read once it runs again, from its birth, and "
+     "does not count if it exits before the next sample)"),
     ("cpu_throttled_seconds", "s", "counter",
      "time the job's cgroup was held back by its CPU quota (`cpu.stat` throttled_usec, v1 "
      "throttled_time); only where the job has a cgroup of the cpu controller"),
