@@ -99,6 +99,55 @@ def test_top_n_by_cpu_and_by_memory_with_real_processes():
             p.wait()
 
 
+# a parent that sleeps while its child sleeps 0.3 s and exits unreaped (SIGCHLD is ignored,
+# so its exit does not wake the parent)
+PARENT = r"""
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.3)
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
+    """Cgroup mode lists live pids: a second take reads the stat and children of those that
+    ran since (the burner), only the CPU clock of the idle parent, whose zombie child is
+    still counted from the children it had."""
+    burner = named("burner", "burn", 4)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, "4"], stdout=subprocess.PIPE)
+    opened, real = [], os.open
+    try:
+        child = int(parent.stdout.readline())
+        wait_named([burner], ["burner"])
+        live = [parent.pid, child, burner.pid]
+        comm = parse_stat(read_once(b"/proc/%d/stat" % parent.pid))[0].decode()
+        b = Breakdown(lambda: list(live), top=5, every=0.1)
+        first = groups(b.take(0.0))
+        assert first[comm]["procs"] == 2 and first[comm]["states"].get("Z") is None
+        deadline = time.time() + 10
+        while parse_stat(read_once(b"/proc/%d/stat" % child))[1] != b"Z":
+            assert time.time() < deadline
+            time.sleep(0.05)
+        live.remove(child)            # as cgroup.procs drops a zombie
+        os.open = lambda path, *a, **k: opened.append(os.fsencode(path)) or real(path, *a, **k)
+        rec = b.take(1.0)
+        os.open = real
+        files = {x.rsplit(b"/", 1)[1] for x in opened if x.startswith(b"/proc/%d/" % parent.pid)}
+        assert files <= {b"wchan"}, opened     # (where it waits: read for the groups shown)
+        assert b"/proc/%d/stat" % burner.pid in opened and b"/proc/%d/stat" % child in opened
+        g = groups(rec)
+        assert g[comm]["procs"] == 2 and g[comm]["states"]["Z"] == 1, rec
+        assert g["burner"]["cpu_cores"] > 0.3, rec
+    finally:
+        os.open = real
+        for p in (burner, parent):
+            p.kill()
+            p.wait()
+
+
 @pytest.mark.parametrize("mode", ["none", "create"])
 def test_sampler_writes_breakdowns_in_procfs_and_cgroup_mode(tmp_path, mode):
     if mode == "create" and not IS_ROOT:

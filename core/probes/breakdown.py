@@ -1,9 +1,10 @@
 """Which processes of a job use its CPU and memory: the top N by command name (comm).
 
 Taken at a lower rate than samples (config [procs] every_seconds, default 30 s) so that it
-stays within the sampler's cost budget: one read of /proc/<pid>/stat per live process of
-the job (pids from the probe: cgroup.procs in cgroup mode; in procfs mode the probe's own
-walk has just read them all, zombies too, and hands over what it read),
+stays within the sampler's cost budget: one read of /proc/<pid>/stat and children per live
+process of the job that ran since the last take (pids from the probe: cgroup.procs in cgroup
+mode; in procfs mode the probe's own walk has just read them all, zombies too, and hands
+over what it read),
 plus /proc/<pid>/cmdline of each group shown, only where the site allows command lines
 ([procs] cmdline, default off). What it keeps between takes: one (start, CPU ticks) pair per
 live process, to give CPU over the window. Standard library only (inside every job).
@@ -19,7 +20,7 @@ group shown, where the kernel tells), what an admin asks first of a stalled job.
 import os
 import time
 
-from .files import PROC, TICK, read_once
+from .files import PROC, TICK, clocks_are_ours, cpu_clock, read_once
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_TOP = 20               # groups shown at most, whatever the config says
@@ -35,21 +36,44 @@ def parse_stat(data):
     return head.partition(b" (")[2], f[0], int(f[11]) + int(f[12]), int(f[19]), int(f[21]) * PAGE
 
 
-def read_stats(proc, pids):
+def read_stats(proc, pids, known=None):
     """(pid, comm, state, cpu ticks, start ticks, rss bytes) of each of the live `pids` still
-    there, and of their zombie children (a probe lists live processes only)."""
+    there, and of their zombie children (a probe lists live processes only).
+
+    known: {pid: (run ns, stat row, children)} of the last call, kept up to date here, where
+    the pids' CPU clocks are ours to read: one whose clock has not moved has not run, so has
+    neither changed its stat (but for pages the kernel reclaimed) nor forked, and costs one
+    clock_gettime (~1 µs) instead of two files (~30 µs the first time)."""
     pids = list(pids)
     listed = set(pids)
+    seen = {}
     for pid in pids:
+        if pid in listed and known is not None:
+            try:
+                ns = time.clock_gettime_ns(cpu_clock(pid))
+            except OSError:
+                continue    # reaped
+            last = known.get(pid)
+            if last is not None and last[0] == ns:
+                seen[pid] = last
+                pids += [c for c in last[2] if c not in listed]
+                yield (pid,) + last[1]
+                continue
         try:
             row = parse_stat(read_once(b"%s/%d/stat" % (proc, pid)))
         except (OSError, ValueError, IndexError):
             continue        # gone meanwhile
         if pid in listed:
-            pids += [c for c in children(proc, pid) if c not in listed]
+            kids = children(proc, pid)
+            pids += [c for c in kids if c not in listed]
+            if known is not None:
+                seen[pid] = (ns, row, kids)
         elif row[1] != b"Z":
             continue        # a child of the job that is not its own (another cgroup)
         yield (pid,) + row
+    if known is not None:
+        known.clear()
+        known.update(seen)
 
 
 def wchan(proc, pid):
@@ -85,8 +109,13 @@ class Breakdown:
         """pids(): the job's live pids (a probe's pids); stats(): what read_stats gives,
         from a probe that has just read it (procfs)."""
         self.pids, self.top, self.every = pids, max(min(int(top), MAX_TOP), 1), float(every)
-        self.stats = stats or (lambda: read_stats(self.proc, self.pids()))
         self.with_cmdline, self.proc, self.clock = with_cmdline, os.fsencode(proc), clock
+        if stats is None:
+            known = {} if clocks_are_ours(self.proc) else None   # (a recorded tree: read all)
+
+            def stats():
+                return read_stats(self.proc, self.pids(), known)
+        self.stats = stats
         self.last = {}                  # pid -> (start ticks, cpu ticks) at the last take
         self.last_at = None
         self.due_at = clock() + min(self.every, FIRST_AFTER)
