@@ -40,3 +40,11 @@ from slurm.fixture import slurm, slurm_cluster  # noqa: E402,F401
 
 # --- Slurm cluster with jobmon's Prolog and Epilog (tests/slurm_site.py): `jobmon_slurm`
 from slurm_site import jobmon_slurm, jobmon_slurm_cluster  # noqa: E402,F401
+
+
+# --- the directories tests shared with the test user (helpers.shared_tmpdir): gone at the end
+def pytest_sessionfinish(session):
+    import shutil
+    from helpers import SHARED_TMPDIRS
+    for d in SHARED_TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)

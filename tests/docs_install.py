@@ -25,7 +25,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -256,7 +255,9 @@ def condor_job(result):
 def main():
     doc, auth, clone, node, wheelhouse, out = sys.argv[1:7]
     result = {"doc": doc, "auth": auth}
-    base = tempfile.mkdtemp(prefix="jobmon-docs-ns-")
+    # the overlays' upper layers, beside the result: the caller removes them, unmounted
+    base = os.path.join(os.path.dirname(os.path.abspath(out)), "machine")
+    os.makedirs(base)
     syslog = fresh_machine(base)
     influx = start_influx(auth)
     if doc == "htcondor":        # an execute node: HTCondor's service user exists

@@ -49,10 +49,15 @@ def as_user(argv, user=TEST_USER):
             "--clear-groups", "--"] + list(argv)
 
 
+SHARED_TMPDIRS = []   # removed when the session ends (conftest)
+
+
 def shared_tmpdir(prefix="jobmon-test-"):
-    """A temp dir the unprivileged test user can write to (mode 1777, like /tmp)."""
+    """A temp dir the unprivileged test user can write to (mode 1777, like /tmp); it goes
+    when the test session ends, with what the test's jobs left in it."""
     d = tempfile.mkdtemp(prefix=prefix)
     os.chmod(d, 0o1777)
+    SHARED_TMPDIRS.append(d)
     return d
 
 

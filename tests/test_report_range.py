@@ -103,8 +103,8 @@ def test_a_server_row_limit_cuts_no_read_short(tmp_path):
     with open(srv.conf, "w") as f:
         f.write(conf)
     srv.start()
+    site = Site(srv, tmp_path, "row_limit")
     try:
-        site = Site(srv, tmp_path, "row_limit")
         site.prepare()
         fill(lambda: SpoolSink(site.spool))
         site.ship()
@@ -115,6 +115,7 @@ def test_a_server_row_limit_cuts_no_read_short(tmp_path):
         [one] = store.records(JobRef("10.0", ["10.0"], [], None))
         assert len(store.samples(one)) == 3
     finally:
+        site.close()
         srv.close()
 
 
