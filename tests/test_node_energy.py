@@ -5,7 +5,6 @@ kernel's format exactly; everything that reads it is the real code."""
 import json
 import os
 import subprocess
-import tempfile
 
 import pytest
 
@@ -70,7 +69,7 @@ def test_a_counter_that_wraps_keeps_its_total(tmp_path):
 
 
 @needs_test_user
-def test_a_reader_that_may_not_read_rapl_says_so(powered):
+def test_a_reader_that_may_not_read_rapl_says_so(powered, tmp_path):
     """Since Linux 5.10 energy_uj is root's alone: a reader run as another user publishes
     no CPU energy, with the reason, and jobs say it."""
     for z in XEON:
@@ -84,7 +83,7 @@ def test_a_reader_that_may_not_read_rapl_says_so(powered):
     try:
         head = n.start().head("energy.json")
         assert head["rapl"] is None and "readable by root only" in head["why"]
-        _s, summary, _e = run_job(tempfile.mkdtemp(), n.env(), ["python3", "-c", BUSY, "0.3"])
+        _s, summary, _e = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, "0.3"])
     finally:
         n.close()
     assert summary.get("cpu_energy_joules") is None and summary.get("energy_joules") is None
