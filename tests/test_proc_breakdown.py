@@ -123,6 +123,15 @@ def asleep(pid):
         assert time.time() < deadline
 
 
+def ran_since(pid, ns):
+    """Wait until `pid`'s CPU clock has passed `ns`: the clock of a process that is running
+    moves when the scheduler updates it (a tick, a switch), not at every read."""
+    deadline = time.time() + 10
+    while time.clock_gettime_ns(cpu_clock(pid)) <= ns:
+        assert time.time() < deadline
+        time.sleep(0.01)
+
+
 def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
     """Cgroup mode lists live pids: a second take reads the stat and children of those that
     ran since (the burner), only the CPU clock of the idle parent, whose zombie child is
@@ -139,6 +148,7 @@ def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
         comm = parse_stat(read_once(b"/proc/%d/stat" % parent.pid))[0].decode()
         b = Breakdown(lambda: list(live), top=5, every=0.1)
         first = groups(b.take(0.0))
+        burnt = time.clock_gettime_ns(cpu_clock(burner.pid))
         assert first[comm]["procs"] == 2 and first[comm]["states"].get("Z") is None
         parent.stdin.write(b"x")
         parent.stdin.flush()
@@ -147,6 +157,7 @@ def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
             assert time.time() < deadline
             time.sleep(0.05)
         live.remove(child)            # as cgroup.procs drops a zombie
+        ran_since(burner.pid, burnt + 50_000_000)   # (its stat counts 10 ms ticks)
         os.open = lambda path, *a, **k: opened.append(os.fsencode(path)) or real(path, *a, **k)
         rec = b.take(1.0)
         os.open = real
@@ -158,6 +169,7 @@ def test_a_process_that_did_not_run_costs_no_file_and_keeps_its_zombies():
         assert g["burner"]["cpu_cores"] > 0, rec
     finally:
         os.open = real
+        parent.stdin.close()          # (its child, if still waiting, ends too)
         for p in (burner, parent):
             p.kill()
             p.wait()
