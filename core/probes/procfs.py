@@ -12,7 +12,9 @@ What a sample costs, and why it stays exact:
   threads: one clock_gettime, no file, ~1 µs) says whether it ran; only then are stat,
   children, io and schedstat re-read, and the job's totals corrected by what changed. A
   process that was reaped has no clock any more; one whose pid was taken again has another
-  clock, and another start time in stat.
+  clock, and another start time in stat. The clock of a process that is running moves when
+  the scheduler updates it (every tick; on a nohz_full CPU at least once a second), so what
+  such a process did since may show a sample later.
 - PSS (smaps_rollup, a page-table walk of 35-100 µs) keeps the pages forked workers share
   from counting once per worker. It is re-read within a CPU budget (`pss_share` of a core),
   where the estimate may be most wrong first; in between, a process's PSS moves with its
