@@ -33,10 +33,10 @@ def env(site, **actions):
     return e
 
 
-def act(site, **actions):
-    """One pass of `jobmon act --json` ([actions] changed through the environment):
+def act(site, *args, **actions):
+    """One pass of `jobmon act --json ARGS` ([actions] changed through the environment):
     {job: decision}, and the whole answer."""
-    r = subprocess.run([JOBMON, "act", "--json"], env=env(site, **actions),
+    r = subprocess.run([JOBMON, "act", "--json", *args], env=env(site, **actions),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads(r.stdout)
@@ -211,3 +211,107 @@ def test_a_job_that_may_not_be_requeued_is_recorded_failed_and_left_alone(jobmon
     finally:
         c.scancel(str(job))
         c.wait_done(job)
+
+
+def test_a_dry_run_decides_whatever_the_mode_says_off_included(jobmon_slurm):
+    """`jobmon act --dry-run` with [actions] mode = "off" (a site trying its policy before
+    it turns it on): the pass decides, records dry-run rows, warns nobody and touches no
+    job; without --dry-run the same mode does nothing."""
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    warn_dir = shared_tmpdir("jobmon-act-warn-")
+    configure(site, warn_dir)
+    job = c.submit(SLEEP)
+    try:
+        c.wait_running(job)
+        idle_for(site, [job])
+        r = subprocess.run([JOBMON, "act"], env=env(site, mode="off"), capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0 and "mode is off: nothing is done" in r.stdout, r
+        got, doc = act(site, "--dry-run", mode="off")
+        assert doc["mode"] == "dry-run" and got.get(str(job)) == "warn", doc
+        idle_for(site, [job], grace=True)
+        got, doc = act(site, "--dry-run", mode="off")
+        assert got.get(str(job)) == "act", doc
+        assert state(site, job)[0] == "RUNNING" and os.listdir(warn_dir) == []
+        assert [(r["action"], r["dry_run"], r["outcome"]) for r in actions(site, job)] == [
+            ("warn", 1, "dry run: not sent (file)"), ("requeuehold", 1, "dry run: not done")]
+    finally:
+        c.scancel(str(job))
+        c.wait_done(job)
+
+
+def test_a_job_requeue_held_by_jobmon_act_is_requeued_not_goodput_nor_cancelled(jobmon_slurm):
+    """`jobmon act` requeue-holds an idle job: sacct -D then lists its run (REQUEUED) and
+    the pending record that never started. The run is matched to the record that ran:
+    while held, `jobmon report` counts it badput (requeued), not goodput; once the held
+    job is cancelled (its never-started record CANCELLED), the stored run is still
+    requeued -- never "cancelled by root"."""
+    from jobmon.accounting import sacct
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    configure(site, shared_tmpdir("jobmon-act-warn-"))
+    started = time.time()
+    job = c.submit(SLEEP)
+    src = sacct.SacctSource(env=c.env())
+    try:
+        c.wait_running(job)
+        idle_for(site, [job])
+        assert acting(site, [job], warn="none") == {str(job): "warn"}
+        idle_for(site, [job], grace=True)
+        assert acting(site, [job], warn="none") == {str(job): "act"}
+        held = ("PENDING", "job_requeued_in_held_state")
+        assert state(site, job, held) == held
+        site.wait_record(job)                   # run 1's end-of-job record
+        assert site.ship().returncode == 0
+        wait_records(src, job, lambda rs: len(rs) == 2)
+        doc = report(site, started)
+        assert (doc["total"]["goodput"], doc["total"]["badput"]) == (0, 1), doc["total"]
+        q = query(site, job)
+        assert named(q["efficiency"])["outcome"].startswith("badput: requeued"), \
+            q["efficiency"]
+        recs = wait_records(src, job, lambda rs: [r.state for r in rs] == [
+            "REQUEUED", "PENDING"])
+        assert recs[0].run == 1 and recs[0].start_time and not recs[1].start_time, recs
+    finally:
+        c.scancel(str(job))
+        c.wait_done(job)
+    wait_records(src, job, lambda rs: [r.state for r in rs] == ["REQUEUED", "CANCELLED"])
+    r = subprocess.run([JOBMON, "reconcile", "--json", "--since=1h"], env=env(site),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [p] = site.influx.rows(f'SELECT * FROM "jobmon_job" WHERE "job" = \'{job}\'', site.db)
+    assert (p["run"], p["scheduler_state"], p["outcome"], p["outcome_reason"]) == \
+        ("1", "REQUEUED", "badput", "requeued"), p
+    assert p.get("cancelled_by") in (None, ""), p
+    doc = report(site, started)
+    assert (doc["total"]["goodput"], doc["total"]["badput"]) == (0, 1), doc["total"]
+
+
+def wait_records(src, job, done, timeout=60):
+    """sacct's records of `job` (oldest run first), once `done(records)` (slurmdbd lags)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        recs = sorted(src.lookup(str(job)), key=lambda r: r.run or 0)
+        if done(recs) or time.monotonic() > deadline:
+            assert done(recs), [(r.run, r.state, r.start_time) for r in recs]
+            return recs
+        time.sleep(0.5)
+
+
+def report(site, since):
+    import datetime
+    t = datetime.datetime.fromtimestamp(since, datetime.timezone.utc).isoformat()
+    r = subprocess.run([JOBMON, "report", "--json", f"--since={t}"], env=env(site),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def query(site, job):
+    r = subprocess.run([JOBMON, "query", str(job), "--json"], env=env(site),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def named(rows):
+    return {r["name"]: r["value"] for r in rows}

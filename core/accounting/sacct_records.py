@@ -8,7 +8,8 @@ FIELDS = {
     "job_id_raw": ("", "JobIDRaw: this allocation's own numeric id"),
     "array_job_id": ("", "ArrayJobID"), "array_task_id": ("", "ArrayTaskID"),
     "het_job_id": ("", "HetJobID"), "het_job_offset": ("", "HetJobOffset"),
-    "run": ("", "which run of a requeued job, 1 = the first (sacct -D, by start)"),
+    "run": ("", "which run of a requeued job, 1 = the first (sacct -D, by start; a "
+                "record that never started last)"),
     "name": ("", "JobName"), "user": ("", "User"), "account": ("", "Account"),
     "partition": ("", "Partition"), "qos": ("", "QOS"), "cluster": ("", "Cluster"),
     "nodes": ("", "NodeList"), "num_nodes": ("count", "NNodes"),
@@ -97,12 +98,15 @@ def aggregate(rec):
 
 
 def number_runs(records):
-    """run = 1, 2 ... for the runs of a requeued job (sacct -D lists each)."""
+    """run = 1, 2 ... for the runs of a requeued job (sacct -D lists each), in the order
+    they really started. A record that never started (no Start: the job pending again
+    after a requeue, held or not, or cancelled before it ran again) comes after them all:
+    sacct lists it beside the real runs, and the sampler's runs are the ones that ran."""
     by_id = {}
     for r in records:
         by_id.setdefault(r.job_id_raw, []).append(r)
     for runs in by_id.values():
-        runs.sort(key=lambda r: (r.start_time or 0, r.submit_time or 0))
+        runs.sort(key=lambda r: (not r.start_time, r.start_time or 0, r.submit_time or 0))
         for i, r in enumerate(runs, 1):
             r.run = i
     return records

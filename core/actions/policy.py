@@ -35,7 +35,8 @@ ACTS = ("hold", "requeuehold", "cancel")
 
 class Policy:
     def __init__(self, section, dry_run=False):
-        self.mode = "dry-run" if dry_run and section["mode"] != "off" else section["mode"]
+        # --dry-run decides as the policy would whatever its mode, "off" included
+        self.mode = "dry-run" if dry_run else section["mode"]
         self.dry_run = self.mode == "dry-run"
         self.resources = resources(section)
         self.idle_seconds = section["idle_seconds"]

@@ -58,7 +58,7 @@ def act(store_arg, dry_run, as_json):
     except (config.ConfigError, ValueError) as e:
         typer.echo(f"jobmon act: {e}", err=True)
         raise typer.Exit(2)
-    if cfg["actions"]["mode"] == "off":
+    if cfg["actions"]["mode"] == "off" and not dry_run:
         typer.echo("jobmon act: [actions] mode is off: nothing is done (docs/actions.md)")
         return
     st, writer = open_for_actions(cfg, store_arg)
@@ -91,7 +91,8 @@ def register(app):
                                             "so, else the embedded store)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Decide, log and record as a "
                                      "dry run: warn nobody, touch no job (as [actions] mode "
-                                     "= \"dry-run\")."),
+                                     "= \"dry-run\"), whatever the mode, \"off\" "
+                                     "included."),
         as_json: bool = typer.Option(False, "--json", help="Print the pass as JSON."),
     ):
         """Warn the users of jobs that hold GPUs or cores they do not use, and hold,
