@@ -247,11 +247,17 @@ SUMMARY_FIELDS = (
     ("oom_command", "text", "its command name (the kernel's comm, at most 15 bytes)"),
     ("oom_victim_rss_bytes", "bytes", "its resident memory when it was killed (anon + file + "
      "shmem RSS, from the kernel's log)"),
-    ("oom_charge_bytes", "bytes", "memory charged to the job's cgroup at that moment (the "
-     "kernel's log), else at the last sample before it"),
+    ("oom_charge_bytes", "bytes", "memory charged to the job's cgroup at that moment: the "
+     "kernel's log, else the cgroup's high-water mark at the sample that counted the kill "
+     "(memory.peak / memory.max_usage_in_bytes: the kernel kills at the limit), else (no such "
+     "mark) anon + cache at the sample before"),
     ("oom_limit_bytes", "bytes", "the job's memory limit then"),
+    ("oom_limit_hits", "count", "times the job's cgroup had hit its memory limit by then "
+     "(the kernel log's failcnt, else memory.events max / memory.failcnt at the sample that "
+     "counted the kill)"),
     ("oom_anon_bytes", "bytes", "of the charge, anonymous and shared memory (what the kernel "
-     "could not give back without swap)"),
+     "could not give back without swap): the kernel's log, else only where the charge is "
+     "the sample before's"),
     ("oom_cache_bytes", "bytes", "of the charge, page cache (what reclaim had left)"),
     ("oom_source", "text", "where the figures come from: kernel log (exact), samples (the "
      "sample before and the one that counted the kill), or samples with the command as the "

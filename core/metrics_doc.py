@@ -30,7 +30,7 @@ _TABLE = {
         mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
         mem_major_faults mem_limit_hits mem_high_hits oom_events oom_kills procs threads
         oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
-        oom_charge_bytes oom_limit_bytes oom_anon_bytes oom_cache_bytes gpus_in_use
+        oom_charge_bytes oom_limit_bytes oom_limit_hits oom_anon_bytes oom_cache_bytes gpus_in_use
         gpu_count gpu_mem_bytes net_rx_bytes net_tx_bytes net_rx_packets net_tx_packets
         start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
@@ -77,10 +77,18 @@ NOTES = {
     "co2e_grams": "energy_joules x the site's carbon intensity",
     "cpu_energy_joules": "energy_share says how: busy or capacity",
     "dram_energy_joules": "by CPU time, not by memory traffic",
-    **{f"oom_{k}": "from the kernel's log; oom_source samples: the sample before the kill "
-       "(the time: the sample that counted it)" for k in (
-           "time", "time_within_seconds", "pid", "command", "victim_rss_bytes",
-           "charge_bytes", "limit_bytes", "anon_bytes", "cache_bytes")},
+    **{f"oom_{k}": "from the kernel's log; oom_source samples: " + how for k, how in (
+        ("time", "the sample that counted the kill"),
+        ("time_within_seconds", "the time since the sample before"),
+        ("pid", "none (jobmon run: its command, where SIGKILL ended it)"),
+        ("command", "none (jobmon run: its command, where SIGKILL ended it)"),
+        ("victim_rss_bytes", "none"),
+        ("charge_bytes", "the cgroup's high-water mark at the sample that counted the kill"),
+        ("limit_bytes", "the limit the probe read"),
+        ("limit_hits", "the cgroup's count at the sample that counted the kill"),
+        ("anon_bytes", "none, but the sample before where the cgroup keeps no high-water "
+                       "mark"),
+        ("cache_bytes", "as oom_anon_bytes"))},
 }
 FIGURES = {n: sm for sm, names in _TABLE.items() for n in names.split()}
 

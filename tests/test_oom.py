@@ -156,7 +156,9 @@ def test_jobmon_run_with_a_memory_limit_tells_the_story_of_the_kill(tmp_path):
 def test_without_the_kernel_log_the_samples_tell_what_they_can(tmp_path):
     """A real kill in a real v1 cgroup, sampled by the real probe, with a kernel log that
     cannot be read (as for a job's user where dmesg_restrict is on): the moment within an
-    interval, the charge at the sample before; no victim."""
+    interval; the charge at the kill from the cgroup's high-water mark and the limit hits
+    by then, both read by the sample that counted the kill (the sample before has the
+    16 MiB the job held before it asked for more); no victim, no split."""
     cg = cgroups.create(f"jobmon-pytest-oom-{os.getpid()}", prefer=1)
     if cg is None or cg.version != 1:
         pytest.skip("no cgroup v1 here")
@@ -179,8 +181,12 @@ def test_without_the_kernel_log_the_samples_tell_what_they_can(tmp_path):
     f = watch.fields()
     assert f["oom_source"] == "samples" and f["oom_pid"] is None, f
     assert 0 < f["oom_time_within_seconds"] < 1.0 and f["oom_limit_bytes"] == 48 * MiB
-    assert f["oom_anon_bytes"] >= 16 * MiB        # the 16 MiB it held at the sample before
-    assert "which one: no kernel log to read" in "\n".join(oom.story(dict(f, oom_kills=1)))
+    assert 40 * MiB <= f["oom_charge_bytes"] <= 48 * MiB, f     # at the limit, not 16 MiB
+    assert f["oom_limit_hits"] > 0 and f["oom_anon_bytes"] is None, f
+    story = "\n".join(oom.story(dict(f, oom_kills=1)))
+    assert "which one: no kernel log to read" in story
+    assert "of its 48 MiB limit by then (the cgroup's high-water mark), its limit hit" in \
+        story, story
 
 
 @pytest.mark.slow
@@ -188,7 +194,9 @@ def test_without_the_kernel_log_the_samples_tell_what_they_can(tmp_path):
 def test_a_slurm_job_killed_for_memory(jobmon_slurm):
     """The real Slurm cluster (cgroup v1, ConstrainRAMSpace): a job with --mem=100M that
     wants 300 MiB. Its sampler runs as the job's user, who may not read the kernel's log:
-    the samples' story, the kill counted in the job's cgroup."""
+    the samples' story, the kill counted in the job's cgroup, the charge at the kill
+    (the job's memory.max_usage_in_bytes then: its limit), not at the sample before (the
+    shell's few MiB during its first sleep)."""
     site, slurm = jobmon_slurm, jobmon_slurm.cluster
     jid = slurm.submit("#!/bin/sh\nsleep 1.5\n"
                        f"{PYTHON} -c \"import time; x = b'1' * (300 << 20); time.sleep(1)\"\n"
@@ -200,6 +208,11 @@ def test_a_slurm_job_killed_for_memory(jobmon_slurm):
     assert s["oom_source"] == "samples" and s.get("oom_pid") is None, s
     assert s["oom_limit_bytes"] == 100 * MiB and s["oom_time_within_seconds"] <= 2.5, s
     assert s["start_time"] < s["oom_time"] <= s["end_time"] + 0.01
+    assert 90 * MiB <= s["oom_charge_bytes"] <= 100 * MiB, s
+    assert 0 < s["oom_limit_hits"] <= s["mem_limit_hits"], s
+    story = "\n".join(oom.story(s))
+    print(story)
+    assert "of its 100 MiB limit by then (the cgroup's high-water mark)" in story, story
     assert "oom_killed" in {r for r in (a["rule"] for a in _advice(s))}
 
 

@@ -6,9 +6,13 @@ oom_kill on v1: every sample reads it). When the count rises, the kernel's own l
 the rest exactly -- its "memory: usage, limit, failcnt" line, the cgroup's memory.stat at
 that instant, the victim's pid, command and resident memory, the time to the µs -- where
 jobmon may read it (/dev/kmsg: root, or a node with kernel.dmesg_restrict = 0). Opened when
-the job starts and read only when a kill was counted. Elsewhere the samples around the kill
-tell what they can: the moment within one interval, the charge and its split at the last
-sample before (the victim, where jobmon reaped it: the command, killed by SIGKILL).
+the job starts and read only when a kill was counted. Elsewhere the sample that counted the
+kill tells what it can: the moment within one interval, the charge at the kill from the
+cgroup's own high-water mark (memory.peak / memory.max_usage_in_bytes: the kernel kills at
+the limit, so the peak by then is the charge it killed at -- the sample before may be
+seconds earlier, at the job's start) and the limit hits by then (memory.events max /
+memory.failcnt); not its split into anonymous memory and cache, which the kill changed
+(the victim, where jobmon reaped it: the command, killed by SIGKILL).
 Standard library only.
 """
 import os
@@ -148,15 +152,20 @@ class OomWatch:
             return
         if (sample.get("oom_kills") or 0) <= (before.get("oom_kills") or 0):
             return
-        # the samples either side: the kill came after `before`, by `sample`
+        # the samples either side: the kill came after `before`, by `sample`, whose
+        # kernel marks hold the moment of the kill (a peak, a count of limit hits)
         t_end = sample["time"] / 1e9
         t_start = before["time"] / 1e9 if before.get("time") else t_end
-        anon, cache = before.get("mem_resident_bytes"), before.get("mem_cache_bytes")
+        charge, anon, cache = sample.get("mem_peak_bytes"), None, None
+        if charge is None:   # no cgroup high-water mark: the sample before, as it was
+            anon, cache = before.get("mem_resident_bytes"), before.get("mem_cache_bytes")
+            charge = None if anon is None else anon + (cache or 0)
         self.first = self._from_log() or {
             "oom_time": round(t_end, 3), "oom_time_within_seconds": round(t_end - t_start, 3),
             "oom_pid": None, "oom_command": None, "oom_victim_rss_bytes": None,
-            "oom_charge_bytes": None if anon is None else anon + (cache or 0),
-            "oom_limit_bytes": limit, "oom_anon_bytes": anon, "oom_cache_bytes": cache,
+            "oom_charge_bytes": charge, "oom_limit_bytes": limit,
+            "oom_limit_hits": sample.get("mem_limit_hits"), "oom_anon_bytes": anon,
+            "oom_cache_bytes": cache,
             "oom_source": "samples"}
 
     def _from_log(self):
@@ -174,7 +183,7 @@ class OomWatch:
                 "oom_pid": k["pid"], "oom_command": k["command"],
                 "oom_victim_rss_bytes": k["victim_rss_bytes"],
                 "oom_charge_bytes": k["charge_bytes"], "oom_limit_bytes": k["limit_bytes"],
-                "oom_anon_bytes": k["anon_bytes"], "oom_cache_bytes": k["cache_bytes"],
+                "oom_limit_hits": k["limit_hits"], "oom_anon_bytes": k["anon_bytes"], "oom_cache_bytes": k["cache_bytes"],
                 "oom_source": "kernel log"}
 
     def fields(self, command=None, end=None):
@@ -225,12 +234,19 @@ def story(s):
     lines.append(f"first: {who}{rss}, {when}")
     charge, limit = s.get("oom_charge_bytes"), s.get("oom_limit_bytes")
     if charge is not None:
-        moment = "then" if s.get("oom_source") == "kernel log" else "at the sample before"
         parts = [f"{size(s[k])} {name}" for k, name in (("oom_anon_bytes", "anonymous"),
                                                         ("oom_cache_bytes", "page cache"))
                  if s.get(k) is not None]
+        if s.get("oom_source") == "kernel log":
+            moment = "then"
+        elif parts:   # no high-water mark of the cgroup: the sample before is all there is
+            moment = "at the sample before"
+        else:
+            moment = "by then (the cgroup's high-water mark)"
         of = f" of its {size(limit, True)} limit" if limit else ""
+        hits = s.get("oom_limit_hits")
+        hits = f", its limit hit {hits} time{'s' if hits != 1 else ''}" if hits else ""
         lines.append(f"charged {size(charge)}{of} {moment}"
-                     + (f" ({', '.join(parts)})" if parts else ""))
+                     + (f" ({', '.join(parts)})" if parts else "") + hits)
     lines.append(f"from the {s.get('oom_source') or 'samples'}")
     return lines

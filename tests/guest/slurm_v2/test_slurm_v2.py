@@ -256,3 +256,5 @@ def test_v2_a_job_killed_for_memory(v2):
     assert s["oom_kills"] >= 1 and s["oom_events"] >= 1 and s["mem_limit_hits"] > 0, s
     assert s["oom_source"] == "samples" and s["oom_limit_bytes"] == 100 << 20, s
     assert s["start_time"] < s["oom_time"] <= s["end_time"] + 0.01
+    # the charge at the kill: job_N's memory.peak (its memory.max caps every leaf below)
+    assert 90 << 20 <= s["oom_charge_bytes"] <= 100 << 20 and s["oom_limit_hits"] > 0, s
