@@ -23,7 +23,12 @@ MiB = 1 << 20
 STEP = ("import time\nwhile time.process_time() < 0.5: pass\nx = bytearray(60 << 20)\n"
         "for i in range(0, len(x), 4096): x[i] = 1\ntime.sleep(1.5)")
 STEPS_JOB = f'srun /usr/bin/python3 -c "{STEP}"\nsrun /bin/sleep 0.2\n'
-ARRAY_JOB = ("/usr/bin/python3 -c 'import time\nwhile time.process_time() < 0.2: pass'\n"
+# task N holds (120 + 80 N) MiB for a moment (the sampler, every 1 s, is unlikely to see
+# it; the kernel's peak has it), then is busy 0.2 s of CPU
+ARRAY_JOB = ("/usr/bin/python3 -c 'import os, time\n"
+             "x = bytearray((120 + 80 * int(os.environ[\"SLURM_ARRAY_TASK_ID\"])) << 20)\n"
+             "for i in range(0, len(x), 4096): x[i] = 1\n"
+             "del x\nwhile time.process_time() < 0.2: pass'\n"
              "sleep 0.5\n")
 # 100 MiB for 0.2 s, the whole job shorter than Slurm's 1 s between accounting samples
 SHORT_JOB = ("/usr/bin/python3 -c 'import time\nx = bytearray(100 << 20)\n"
@@ -169,6 +174,30 @@ def test_array_task_and_whole_array(shipped):
     assert abs(figures(sch)["TotalCPU"] - cpu) < 0.1
     group = json.loads(query(site, str(arr), "--json").stdout)
     assert sorted(j["job"]["job"] for j in group["jobs"]) == [f"{arr}_0", f"{arr}_1"]
+
+
+def test_the_array_table_shows_each_tasks_sizing_peak(shipped):
+    """`jobmon query ARRAY`: the table of tasks shows the peak that sizes each one -- a
+    Slurm task's is the kernel's (memory.max_usage_in_bytes), which has each task's
+    moment of 120 or 200 MiB -- not the sampled resident peak, which misses it."""
+    site, ids = shipped
+    arr = ids["array"]
+    env_cols = dict(site.env(), PATH=SBIN_PATH, SLURM_CONF=site.cluster.conf, COLUMNS="200")
+    r = subprocess.run([JOBMON, "query", str(arr)], env=env_cols, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {}
+    for line in r.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 2 and cells[1] in (f"{arr}_0", f"{arr}_1"):
+            rows[cells[1]] = cells[-2]
+    assert "memory peak" in r.stdout and "kernel peak" in r.stdout, r.stdout
+    for task, mib in ((0, 120), (1, 200)):
+        summary = query_json(site, f"{arr}_{task}")["summary"]
+        peak, unit = rows[f"{arr}_{task}"].split()
+        print(f"task {task}: table {peak} {unit}, kernel {summary['mem_peak_bytes'] >> 20} "
+              f"MiB, sampled resident {summary['rss_peak_bytes'] / MiB:.1f} MiB")
+        assert unit == "MiB" and mib <= float(peak) < mib + 60, (task, r.stdout)
 
 
 def test_het_components_in_sacct(shipped):

@@ -196,26 +196,33 @@ def show_runs(runs, console):
 
 
 def show_group(job_id, reports, console=None):
-    """Several jobs (an HTCondor cluster, a Slurm array): one line each, and the sums."""
+    """Several jobs (an HTCondor cluster, a Slurm array): one line each, and the sums.
+    Each job's memory peak is the one that sizes it (summary.efficiency.sizing_peak: a
+    Slurm task's is the kernel's, which a sampled resident peak can miss by far)."""
+    from ..summary.efficiency import BASIS_TEXT, sizing_peak
     console = console or Console()
     t = Table(title=f"jobs of {esc(job_id)} ({len(reports)})")
     ids = [str(rep["header"]["job"]) for rep in reports]
-    for col in ("job", "runs", "hosts", "status", "wall", "CPU s", "resident peak"):
+    for col in ("job", "runs", "hosts", "status", "wall", "CPU s", "memory peak"):
         _column(t, col, ids)
     cpu_all = wall_all = 0.0
+    bases = set()
     for rep in reports:
         h, tot = rep["header"], {name: v for name, v, _u in rep["totals"]}
         cpu = (tot.get("CPU user") or 0) + (tot.get("CPU system") or 0)
         cpu_all += cpu
         wall_all += tot.get("wall time") or 0
-        peak = next((m["value"] for m in rep.get("memory") or ()
-                     if m["name"].startswith("resident peak")), None)
+        peak, basis = sizing_peak(rep.get("summary") or {})
+        bases.add(basis)
         t.add_row(esc(h["job"]), str(max(len(rep["runs"]), 1)), esc(h["host"]),
                   esc(h["status"]), human(tot.get("wall time"), "s"), fixed(cpu),
                   human(peak, "bytes"))
     console.print(t)
     console.print(f"total: {len(reports)} jobs, {human(wall_all, 's')} of wall time, "
                   f"{fixed(cpu_all)} CPU s (latest run of each)")
+    said = sorted(BASIS_TEXT[b] for b in bases if b in BASIS_TEXT)
+    if said:
+        console.print(f"memory peak: the one that sizes each job ({', '.join(said)})")
 
 
 def _column(table, name, ids, header=None):
