@@ -309,3 +309,47 @@ def test_samples_in_their_own_database_on_1x(influx_server, tmp_path):
         assert len(rep["samples"]) == rep["summary"]["samples"] >= 4
     finally:
         site.close()
+
+
+def test_follow_survives_a_spool_that_becomes_unreadable(influx_server, tmp_path, request):
+    """The follow-mode shipper (its service user, not root) finds its spool unreadable for
+    a while (its mode changed under it): it says so once, keeps retrying without a
+    traceback, and once it can read it again ships what was written meanwhile and after."""
+    from influx_site import Site
+    site = Site(influx_server, tmp_path, request.node.name)
+    site.use_service_user()
+    site.write_config(poll_seconds=0.1, flush_seconds=0.1)
+    site.prepare()
+    follower = subprocess.Popen(site.as_service([JOBMON, "ship", "--follow"]), env=site.env,
+                                stderr=subprocess.PIPE, text=True)
+
+    def shipped(job, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not site.rows(f"SELECT * FROM jobmon_job WHERE \"job\" = '{job}'"):
+            assert follower.poll() is None, follower.communicate()[1]
+            assert time.monotonic() < deadline, f"{job} not shipped"
+            time.sleep(0.1)
+
+    try:
+        site.jobmon("run", "--interval=0.1", "--job-id=before", "--", "sleep", "0.3")
+        shipped("before")
+        # its read bits taken away (root, the test, does it): the shipper cannot list it;
+        # jobs can still write their files into it
+        os.chmod(site.spool, 0o3333)
+        time.sleep(2)                    # many passes
+        assert follower.poll() is None, follower.communicate()[1]
+        site.jobmon("run", "--interval=0.1", "--job-id=while", "--", "sleep", "0.3")
+        os.chmod(site.spool, 0o3733)
+        site.jobmon("run", "--interval=0.1", "--job-id=after", "--", "sleep", "0.3")
+        shipped("while")
+        shipped("after")
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        err = follower.communicate(timeout=30)[1]
+        os.chmod(site.spool, 0o3733)
+        site.close()
+    assert follower.returncode == 0, err
+    assert "Traceback" not in err, err
+    said = [line for line in err.splitlines() if "cannot read the spool" in line]
+    assert len(said) == 1 and "Permission denied" in said[0], err
+    assert err.count("can be read again: shipping") == 1, err

@@ -245,25 +245,41 @@ class Shipper:
         beyond a float)."""
         return random.uniform(0, min(self.retry_max, self.retry_initial * 2.0 ** min(attempt, 60)))
 
-    def wait(self, seconds, stop):
-        """Sleep, still keeping the spool under its limit meanwhile."""
+    def wait(self, seconds, stop, spool_ok=True):
+        """Sleep, still keeping the spool under its limit meanwhile (spool_ok False: it
+        could not be read; the next pass tries it again)."""
         deadline = time.monotonic() + seconds
         while not stop() and time.monotonic() < deadline:
             self.sleep(min(self.poll_seconds, max(deadline - time.monotonic(), 0)))
-            self.spool.enforce_limit()
+            if spool_ok:
+                self.spool.enforce_limit()
 
     def follow(self, stop=lambda: False):
         attempt = 0
+        unreadable = None    # why the last pass could not read the spool (or its state)
         while not stop():
             try:
                 self.ship_pass()
                 attempt = 0
+                if unreadable:
+                    log.warning("the spool %s can be read again: shipping", self.spool.path)
+                    unreadable = None
                 self.wait(self.poll_seconds, stop)
             except SendError as e:
                 delay = self.backoff(attempt)
                 log.warning("send failed (%s); retrying in %.1f s", e, delay)
                 attempt += 1
                 self.wait(delay, stop)
+            except OSError as e:
+                # the spool or the state became unreadable (its mode, its file system):
+                # said once, retried as a send is, shipped from where it left off after
+                self.forget_in_flight()
+                if unreadable is None:
+                    log.error("cannot read the spool %s (%s); retrying until it can be "
+                              "read (its samples stay where they are)", self.spool.path, e)
+                unreadable = str(e)
+                attempt = min(attempt + 1, 60)
+                self.wait(max(self.backoff(attempt), self.poll_seconds), stop, spool_ok=False)
 
     def once(self, deadline_seconds):
         """Ship everything there is; retry until the deadline. True when drained."""
