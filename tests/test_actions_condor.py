@@ -30,9 +30,35 @@ SLEEP = "import time; time.sleep(300)"
 def pool(influx_server, tmp_path_factory):
     """Three idle HTCondor jobs of the test user on one execute node, their samples in
     InfluxDB; the site's config with [actions] on."""
+    yield from idle_pool(influx_server, tmp_path_factory, "actions_condor")
+
+
+@pytest.fixture(scope="module")
+def acted(influx_server, tmp_path_factory):
+    """A pool of its own (its own database), on which `jobmon act` has done exactly this,
+    for the tests that count it -- whichever tests ran before: a dry run warned 6.0 and
+    7.0 and then held 6.0; then 5.0, 6.0 and 7.0 were each warned and held for real."""
+    for site in idle_pool(influx_server, tmp_path_factory, "actions_condor_counted"):
+        with pytest.MonkeyPatch.context() as mp:
+            schedd = schedd_of(site, mp, ["6.0", "7.0"])
+            assert decisions(act(site, schedd, mode="dry-run")) == {
+                "5.0": "gone", "6.0": "warn", "7.0": "warn"}
+            later(site)
+            schedd = schedd_of(site, mp, ["6.0"])    # 7.0 not running meanwhile
+            assert decisions(act(site, schedd, mode="dry-run")) == {
+                "5.0": "gone", "6.0": "act", "7.0": "gone"}
+            schedd = schedd_of(site, mp, list(JOBS))
+            assert decisions(act(site, schedd)) == dict.fromkeys(JOBS, "warn")
+            later(site)
+            assert decisions(act(site, schedd)) == dict.fromkeys(JOBS, "act")
+            assert len(schedd.acts()) == 3
+        yield site
+
+
+def idle_pool(influx_server, tmp_path_factory, name):
     from influx_site import Site
     from test_condor_wrapper import Starter
-    site = Site(influx_server, tmp_path_factory.mktemp("act"), "actions_condor")
+    site = Site(influx_server, tmp_path_factory.mktemp("act"), name)
     site.prepare()
     mailer, mail = fake_mailer(shared_tmpdir("jobmon-act-mail-"))
     with open(site.config) as f:
@@ -232,10 +258,10 @@ def _read(path):
     return open(path).read() if os.path.exists(path) else ""
 
 
-def test_jobmon_report_counts_the_warnings_and_actions_of_its_range(pool):
-    """After the tests above: 5.0, 6.0 and 7.0 each warned once and held once for real
-    (the third and last held by the hourly-limit test); a dry run warned 7.0, and warned
-    and held 6.0."""
+def test_jobmon_report_counts_the_warnings_and_actions_of_its_range(acted):
+    """5.0, 6.0 and 7.0 each warned once and held once for real; a dry run warned 7.0,
+    and warned and held 6.0 (the `acted` pool: nothing else was done there)."""
+    pool = acted
     doc = json.loads(pool.jobmon("report", "--since", "1h", "--json").stdout)
     acted = doc["actions"]
     assert (acted["warnings"], acted["actions"], acted["failed"], acted["dry_runs"]) == \
@@ -249,9 +275,10 @@ def test_jobmon_report_counts_the_warnings_and_actions_of_its_range(pool):
     assert "idle allocations: 3 warned, 3 held or cancelled; dry runs: 3" in text, text
 
 
-def test_the_read_service_shows_a_user_the_actions_on_their_jobs_alone(pool):
+def test_the_read_service_shows_a_user_the_actions_on_their_jobs_alone(acted):
     """`jobmon serve` (as its unprivileged user, the site's config) answers jobmon query and
     report of the test user with the actions on their jobs, and another user with none."""
+    pool = acted
     from helpers import have_user
     from serve_site import Munged, Service
     if not have_user("jobmon-test2"):
