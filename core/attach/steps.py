@@ -106,15 +106,25 @@ class Steps:
         except OSError:
             return []
 
+    def _own_pids(self, before=()):
+        """The scheduler's own processes in their leaves now, and those of `before`: a
+        step's slurmstepd moves into its leaf when the step starts and out of the step
+        (to the cgroup root) once its tasks have ended, so a listing of the step between
+        two looks at the leaf may hold it where neither look alone does."""
+        if self.own is None or self.cg.version != 2:
+            return set()
+        return set(before) | self.own.pids()
+
     def _read(self, name):
         if self.cg.version == 2:
             d = os.path.join(self.base, name)
+            before = self._own_pids()
             out = read_step_v2(d)
             if out and self.own is not None:    # the step's slurmstepd is not the step
                 user, system = self.own.cpu(below=d)
                 out["cpu_user_seconds"] = max(out["cpu_user_seconds"] - user, 0.0)
                 out["cpu_system_seconds"] = max(out["cpu_system_seconds"] - system, 0.0)
-                mine = self.own.pids()
+                mine = self._own_pids(before)
                 out["procs"] = [p for p in out["procs"] if p not in mine]
             return out
         mem = self.cg.dirs.get("memory")
@@ -123,11 +133,12 @@ class Steps:
 
     def look_procs(self):
         """Only each step's processes, for `ends`: the quickest look there is."""
-        mine = self.own.pids() if self.own is not None and self.cg.version == 2 else ()
         for name in self._children():
             step = self.step_name(name)
             if step is not None:
+                before = self._own_pids()
                 pids = _procs(os.path.join(self.base, name))
+                mine = self._own_pids(before)
                 self.ends.look(step, [p for p in pids if p not in mine])
 
     def update(self, final=False):

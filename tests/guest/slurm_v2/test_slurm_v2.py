@@ -228,9 +228,13 @@ def test_v2_spikes_between_samples_sized_by_the_kernel_peak(v2):
 def test_v2_processes_killed_at_the_end(v2):
     """A batch script and an srun step each leave a daemon, which Slurm kills when their
     tasks end. The guest's kernel (6.1) gives no exit status through a pidfd: what the
-    sampler counts is what it saw still running, all of it counted as killed. Under
-    emulation that has come out as 0 to 3 of the 2 (docs/slurm.md): printed, not held to
-    the truth here (the v1 host's test is, with exit statuses)."""
+    sampler counts is what it saw still running, all of it counted as killed, and a
+    daemon whose kill came within the sampler's wake-up at the tasks' end is not seen
+    (docs/slurm.md). So each step counts at most its own daemon -- the batch step and
+    step 0 one each, the extern step none -- and at least none. (Counts above that, 3 of
+    the 2 and 1 in the extern step, were each step's slurmstepd, read in the step as it
+    moved itself out at the step's end: tests/test_watch_ends.py.) The v1 host's test
+    holds the count to the truth, with exit statuses."""
     c, site, ids, _done = v2
     [rec] = record(c, site, ids["leaves"])
     s = rec.summary
@@ -240,8 +244,12 @@ def test_v2_processes_killed_at_the_end(v2):
           f" of 2; per step: "
           f"{ {st: (r['leftover_procs'], r['procs_killed_at_end']) for st, r in steps.items()} }")
     assert (s["exit_code"], s.get("signal")) == (0, None)
-    assert s["procs_killed_at_end"] is not None and s["procs_killed_at_end"] >= 0, s
-    assert s["leftover_procs"] == s["procs_killed_at_end"], s
+    assert (steps["extern"]["leftover_procs"], steps["extern"]["procs_killed_at_end"]) == \
+        (0, 0), steps["extern"]
+    for st in ("batch", "0"):
+        r = steps[st]
+        assert r["leftover_procs"] == r["procs_killed_at_end"] in (0, 1), (st, r)
+    assert s["leftover_procs"] == s["procs_killed_at_end"] <= 2, s
     assert s["procs_killed_at_end"] == sum(r["procs_killed_at_end"] for r in steps.values())
 
 
