@@ -247,20 +247,15 @@ SUMMARY_FIELDS = (
     ("oom_command", "text", "its command name (the kernel's comm, at most 15 bytes)"),
     ("oom_victim_rss_bytes", "bytes", "its resident memory when it was killed (anon + file + "
      "shmem RSS, from the kernel's log)"),
-    ("oom_charge_bytes", "bytes", "memory charged to the job's cgroup at that moment: the "
-     "kernel's log, else the cgroup's high-water mark at the sample that counted the kill "
-     "(memory.peak / memory.max_usage_in_bytes: the kernel kills at the limit), else (no such "
-     "mark) anon + cache at the sample before"),
+    ("oom_charge_bytes", "bytes", "memory charged to the job's cgroup at that moment (the "
+     "kernel kills at the limit: without its log, the cgroup's high-water mark by then)"),
     ("oom_limit_bytes", "bytes", "the job's memory limit then"),
-    ("oom_limit_hits", "count", "times the job's cgroup had hit its memory limit by then "
-     "(the kernel log's failcnt, else memory.events max / memory.failcnt at the sample that "
-     "counted the kill)"),
+    ("oom_limit_hits", "count", "times the job's cgroup had hit its memory limit by then"),
     ("oom_anon_bytes", "bytes", "of the charge, anonymous and shared memory (what the kernel "
-     "could not give back without swap): the kernel's log, else only where the charge is "
-     "the sample before's"),
+     "could not give back without swap)"),
     ("oom_cache_bytes", "bytes", "of the charge, page cache (what reclaim had left)"),
     ("oom_source", "text", "where the figures come from: kernel log (exact), samples (the "
-     "sample before and the one that counted the kill), or samples with the command as the "
+     "one that counted the kill, and the one before), or samples with the command as the "
      "victim (jobmon reaped it, killed by SIGKILL)"),
     ("cpu_pressure_percent", "%", "cpu_pressure_seconds / wall x 100: share of the run during "
      "which a thread of the job was waiting for a CPU (PSI)"),
@@ -358,8 +353,7 @@ SUMMARY_FIELDS = (
     ("cpu_idle_longest_seconds", "s", "the longest stretch of cpu_idle_seconds"),
     ("gpu_unused_longest_seconds", "s", "the longest stretch of gpu_unused_seconds"),
     ("idle_allocation", "text", "which allocation the job held idle at a stretch for at "
-     "least the site's [report] idle_allocation_seconds (600): cores, gpus, cores,gpus, or "
-     "empty"),
+     "least the site's [report] idle_allocation_seconds (600): cores, gpus, cores,gpus, or empty"),
     ("gpu_idle_samples", "count", "samples in which the job's GPUs were at 0 % utilization"),
     ("mem_growth_bytes_per_hour", "bytes/h",
      "what resident memory grew by per hour in the run's second half (the start-up left "
