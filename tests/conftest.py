@@ -24,11 +24,43 @@ def victoria_server():
     srv.close()
 
 
+@_pytest.fixture(scope="session")
+def influx_auth_server():
+    """A second influxd 1.6.7, with authentication on: an admin user, bearer tokens."""
+    import shutil
+    from servers import Influx
+    if not shutil.which("influxd"):
+        _pytest.skip("influxd not installed (tests/setup.sh installs Debian's influxdb)")
+    srv = Influx(auth=True).start().make_admin()
+    yield srv
+    srv.close()
+
+
 @_pytest.fixture
-def site(influx_server, tmp_path, request):
+def site_flavour(request):
+    """How `site` is configured: "1.x" (one database, no credentials) or "3.x" (as for
+    InfluxDB 3: a token, two databases, against the server with authentication on). A test
+    module runs its `site` tests in both with SITE_FLAVOURS = ("1.x", "3.x"); a test that
+    writes its own config says which it is for with @pytest.mark.site_flavours("1.x")."""
+    return getattr(request, "param", "1.x")
+
+
+def pytest_generate_tests(metafunc):
+    mark = metafunc.definition.get_closest_marker("site_flavours")
+    flavours = mark.args if mark else getattr(metafunc.module, "SITE_FLAVOURS", None)
+    if flavours and "site_flavour" in metafunc.fixturenames:
+        metafunc.parametrize("site_flavour", flavours, indirect=True)
+
+
+@_pytest.fixture
+def site(influx_server, tmp_path, request, site_flavour):
     """A node set up for InfluxDB: config file, spool, shipper state, a fresh database."""
     from influx_site import Site
-    s = Site(influx_server, tmp_path, request.node.name)
+    if site_flavour == "3.x":
+        s = Site(request.getfixturevalue("influx_auth_server"), tmp_path, request.node.name,
+                 influxdb3=True)
+    else:
+        s = Site(influx_server, tmp_path, request.node.name)
     yield s
     s.close()
 

@@ -22,8 +22,15 @@ while time.time() - t < 0.8: pass
 
 
 class Site:
-    def __init__(self, influx, tmp_path, name, samples_apart=False, **shipper):
+    """influxdb3=True: the node configured as for InfluxDB 3 (docs/influxdb3.md: version 3,
+    a token on every request, the raw samples in a database of their own), against a real
+    1.6.7 with authentication on that checks the token (Influx.token)."""
+
+    def __init__(self, influx, tmp_path, name, samples_apart=False, influxdb3=False,
+                 **shipper):
         self.influx = influx
+        self.influxdb3 = influxdb3
+        samples_apart = samples_apart or influxdb3
         # the spool must be reachable by the unprivileged test users
         self.dir = tempfile.mkdtemp(prefix="jobmon-site-")
         os.chmod(self.dir, 0o755)
@@ -38,7 +45,19 @@ class Site:
         self.config = os.path.join(self.dir, "jobmon.toml")
         self.service = False          # True: the shipper runs as SERVICE_USER
         self.service_caps = ()        # ... with these capabilities (e.g. "fowner")
+        self.token_file = ""
+        if influxdb3:
+            self.token_file = self.private_token(os.path.join(self.dir, "influxdb-token"))
         self.write_config(**shipper)
+
+    def private_token(self, path, user=None):
+        """A file holding a token for the server, readable by `user` alone (root: None)."""
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(self.influx.token("admin") + "\n")
+        if user:
+            pw = pwd.getpwnam(user)
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+        return path
 
     def write_config(self, url=None, **shipper):
         shipper.setdefault("retry_initial_seconds", 0.05)
@@ -48,6 +67,8 @@ class Site:
         per_user = shipper.pop("max_bytes_per_user", 0)
         extra = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in shipper.items())
         apart = f'samples_database = "{self.samples_db}"\n' if self.samples_db != self.db else ""
+        if self.influxdb3:
+            apart += f'version = 3\ntoken_file = "{self.token_file}"\n'
         with open(self.config, "w") as f:
             f.write(f'[store]\nkind = "influxdb"\n'
                     f'[influxdb]\nurl = "{url or self.influx.url}"\ndatabase = "{self.db}"\n'
@@ -63,9 +84,19 @@ class Site:
         env.pop("JOBMON_STORE", None)
         return env
 
+    def user_env(self, user):
+        """The environment `user` runs jobmon in: with InfluxDB 3, a token of their own
+        (docs/influxdb3.md: the site's token file is the shipper's alone)."""
+        env = self.env
+        if self.influxdb3 and user:
+            env["JOBMON_INFLUXDB_TOKEN_FILE"] = self.private_token(
+                os.path.join(self.dir, f"token-{user}"), user)
+        return env
+
     def jobmon(self, *args, user=None, check=True, timeout=120, **kw):
         argv = [JOBMON, *args]
-        r = subprocess.run(as_user(argv, user) if user else argv, env=kw.pop("env", self.env),
+        r = subprocess.run(as_user(argv, user) if user else argv,
+                           env=kw.pop("env", None) or self.user_env(user),
                            capture_output=True, text=True, timeout=timeout, **kw)
         if check and r.returncode != 0:
             raise AssertionError(f"jobmon {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
@@ -107,6 +138,8 @@ class Site:
         for d in (self.spool, self.state):
             os.makedirs(d, exist_ok=True)
             os.chown(d, pw.pw_uid, pw.pw_gid)
+        if self.token_file:
+            os.chown(self.token_file, pw.pw_uid, pw.pw_gid)
 
     def prepare(self):
         """What the shipper does on its first start: make the spool dir."""
@@ -118,8 +151,16 @@ class Site:
         from jobmon.ship.spooldir import prepare_spool
         prepare_spool(self.spool)
 
+    def store(self):
+        """The InfluxStore jobmon reads this site with (its databases, its credentials)."""
+        from jobmon import config
+        from jobmon.stores.influx import InfluxStore
+        return InfluxStore.from_config(config.load(self.config))
+
     def rows(self, q):
-        return self.influx.rows(q, self.db)
+        """Rows of q, from the database its measurement is kept in (docs/influxdb3.md)."""
+        samples = re.search(r"\bFROM\s+\"?jobmon_(sample|procs)\b", q)
+        return self.influx.rows(q, self.samples_db if samples else self.db)
 
     def close(self):
         import shutil

@@ -62,6 +62,7 @@ bind-address = "127.0.0.1:{rpc}"
   bind-address = "127.0.0.1:{port}"
   log-enabled = false
   auth-enabled = {auth}
+  shared-secret = "{secret}"
   max-body-size = 0
 [continuous_queries]
   enabled = false
@@ -79,10 +80,13 @@ class Influx:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.auth = auth
+        # the key 1.x checks a bearer token's signature with (see token())
+        self.secret = os.urandom(16).hex()
+        self.admin = None             # "user:password" query() sends when none is given
         self.conf = os.path.join(self.dir, "influxdb.conf")
         with open(self.conf, "w") as f:
             f.write(INFLUX_CONF.format(d=self.dir, port=self.port, rpc=free_port(),
-                                       auth="true" if auth else "false"))
+                                       auth="true" if auth else "false", secret=self.secret))
         self.proc = None
 
     def start(self, timeout=20):
@@ -107,7 +111,14 @@ class Influx:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def make_admin(self, user="admin", password="adminpw"):
+        """The server's first user, with all privileges; the tests' own queries use it."""
+        self.query(f"CREATE USER {user} WITH PASSWORD '{password}' WITH ALL PRIVILEGES")
+        self.admin = f"{user}:{password}"
+        return self
+
     def query(self, q, db=None, auth=None):
+        auth = auth or self.admin
         params = {"q": q, "epoch": "ns"}
         if db:
             params["db"] = db
@@ -117,6 +128,33 @@ class Influx:
             req.add_header("Authorization", "Basic " + base64.b64encode(auth.encode()).decode())
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.load(r)
+
+    def token(self, username, seconds=86400):
+        """A bearer token this server takes for `username` (a user made on it): 1.x checks
+        `Authorization: Bearer` as a JSON web token signed with its shared secret, which
+        gives a real server that authenticates the scheme InfluxDB 3 documents."""
+        import base64
+        import hashlib
+        import hmac
+
+        def part(raw):
+            return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+        head = part(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        body = part(json.dumps({"username": username,
+                                "exp": int(time.time()) + seconds}).encode())
+        sig = hmac.new(self.secret.encode(), f"{head}.{body}".encode(), hashlib.sha256)
+        return f"{head}.{body}.{part(sig.digest())}"
+
+    def write(self, db, body):
+        """Line protocol into db (ns), as the admin where the server has one."""
+        req = urllib.request.Request(f"{self.url}/write?db={urllib.parse.quote(db)}"
+                                     f"&precision=ns", data=body)
+        if self.admin:
+            import base64
+            req.add_header("Authorization",
+                           "Basic " + base64.b64encode(self.admin.encode()).decode())
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
 
     def create_db(self, db):
         self.query(f'DROP DATABASE "{db}"')

@@ -21,6 +21,9 @@ from test_report_card import fake_mailer
 
 pytestmark = [root, needs_test_user]
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 IDLE = 1.0          # [actions] idle_seconds and grace_seconds of these tests
 JOBS = {"5.0": "vm#5.0#1795333940", "6.0": "vm#6.0#1795333941", "7.0": "vm#7.0#1795333942"}
 SLEEP = "import time; time.sleep(300)"

@@ -17,6 +17,9 @@ from test_layout import PER_JOB_AVOIDS
 
 pytestmark = [root, needs_test_user]
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 
 @pytest.fixture
 def starter():

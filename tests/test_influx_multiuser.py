@@ -8,9 +8,13 @@ import pytest
 
 from helpers import PYTHON, as_user, needs_test_user
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 pytestmark = [pytest.mark.root, needs_test_user]
 
 
+@pytest.mark.site_flavours("1.x")     # its own config: a token file the job user cannot read
 def test_job_user_cannot_read_the_token_file_and_the_job_never_sees_it(site):
     token = os.path.join(site.dir, "token")
     with open(token, "w") as f:

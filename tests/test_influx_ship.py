@@ -13,6 +13,9 @@ from jobmon.influx.schema import MAX_LINE_BYTES
 from jobmon.sinks.spool import SpoolSink
 from servers import Influx
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 
 def spool_job(spool, job_id, n, start=None, tags=None, user=None):
     """A finished job of n samples written through the real spool writer (run by root for
@@ -256,6 +259,7 @@ def test_a_point_the_server_refuses_quarantines_only_its_file(site, batch_points
     assert os.path.exists(os.path.join(site.spool, ".quarantine", os.path.basename(bad)))
 
 
+@pytest.mark.site_flavours("1.x")     # its own config: the v2 API to VictoriaMetrics
 def test_v2_api_through_influxdb_client_into_victoria_metrics(victoria_server, site, tmp_path):
     token = tmp_path / "token"
     token.write_text("not-checked-by-victoria\n")

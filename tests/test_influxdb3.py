@@ -109,7 +109,7 @@ def test_the_shipper_sends_the_token_and_each_measurement_to_its_database(server
     node.jobmon("ship")
     assert node.files() == []
     writes = server.writes()
-    assert writes and all(r.headers["Authorization"] == f"Token {TOKEN}" for r in writes)
+    assert writes and all(r.headers["Authorization"] == f"Bearer {TOKEN}" for r in writes)
     assert all(r.params.get("precision") == "ns" and "rp" not in r.params for r in writes)
     by_db = {}
     for r in writes:
@@ -196,7 +196,7 @@ def test_jobmon_query_reads_both_databases_with_the_token(node):
     assert rep["summary"]["cpu_user_seconds"] == 3.5 and rep["job"]["user"] == "alice"
     assert rep["job"].get("run") is None
     queries = node.server.queries()
-    assert queries and all(q.headers["Authorization"] == f"Token {TOKEN}" for q in queries)
+    assert queries and all(q.headers["Authorization"] == f"Bearer {TOKEN}" for q in queries)
     dbs = {q.params["q"].split('FROM "')[1].split('"')[0]: q.params["db"] for q in queries}
     assert dbs["jobmon_job"] == "jobmon" and dbs["jobmon_sample"] == "jobmon_raw"
     assert all(q.params["epoch"] == "ns" for q in queries)

@@ -115,7 +115,7 @@ def test_every_query_jobmon_sends_runs_on_influxdb3(tmp_path):
                        (r'FROM "jobmon_sample"', "jobmon_raw", "sample_rows")]
     node = Node(server)
     try:
-        store = InfluxStore(server.url, "jobmon", token=TOKEN, samples_database="jobmon_raw")
+        store = InfluxStore(server.url, "jobmon", "Bearer " + TOKEN, samples_database="jobmon_raw")
         calls = store_calls(store)
         methods = {n for n, f in vars(Store).items() if inspect.isfunction(f)}
         assert methods == set(calls), "a read method of Store has no call here"

@@ -21,6 +21,9 @@ from helpers import JOBMON, PYTHON, fixture, jobmon, needs_test_user, owned_by, 
 from test_condor_wrapper import FAST
 from test_scheduler_ends import SpoolingStarter
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 pytestmark = [pytest.mark.root, needs_test_user]
 
 A, B = "jobmon-test", "jobmon-test2"

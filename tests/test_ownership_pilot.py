@@ -18,6 +18,9 @@ from test_condor_wrapper import FAST, WRAPPER, Starter
 
 pytestmark = [pytest.mark.root, needs_test_user]
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 A, B = "jobmon-test", "jobmon-test2"
 PILOT = "pilotV"
 # the pilot: starts its own payload (as its user, naming itself), waits until told to end

@@ -16,6 +16,9 @@ from jobmon.influx import grammar, schema
 from jobmon.probes.breakdown import Breakdown, parse_stat
 from jobmon.probes.files import cpu_clock, read_once
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 # a process that names itself (comm) and then burns CPU or holds memory
 NAMED = r"""
 import ctypes, sys, time

@@ -14,6 +14,9 @@ from jobmon.sinks.spool import SpoolSink
 from jobmon.stores.influx import InfluxStore
 from jobmon.stores.local import LocalStore
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 DAY, MiB = 86400.0, 1 << 20
 NOW = time.time()
 FIT = {"JobBatchName": "fit", "RequestCpus": "2", "RequestMemory": "2048", "account": "physics"}
@@ -64,7 +67,7 @@ def filled(request, tmp_path):
     site.prepare()
     fill(lambda: SpoolSink(site.spool))
     site.ship()
-    yield InfluxStore(site.influx.url, site.db), [], site.env
+    yield site.store(), [], site.env
 
 
 def report(args, env, *more):

@@ -11,11 +11,15 @@ import time
 import pytest
 
 from helpers import jobmon
+from jobmon import config
 from jobmon.report import aggregate, rightsize, rollup
 from jobmon.report.job_efficiency import INPUTS
 from jobmon.sinks.spool import SpoolSink
 from jobmon.stores.influx import InfluxStore
 from jobmon.stores.local import LocalStore
+
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
 
 HOUR, MiB = 3600, 1 << 20
 T0 = (int(time.time()) // HOUR) * HOUR - 40 * HOUR    # whole hours, past (and shippable)
@@ -153,7 +157,7 @@ def test_merged_hours_give_the_report_of_every_record_influxdb(site, tmp_path):
     site.prepare()
     write(lambda: SpoolSink(site.spool), varied())
     site.ship()
-    store = InfluxStore(site.influx.url, site.db)
+    store = site.store()
     since, until = T0 - 1800, T0 + 31 * HOUR + 1800
     # the shipper writes every end point unconfirmed (only jobmon reconcile confirms one):
     # no claim here
@@ -183,7 +187,7 @@ def test_influxdb_gives_a_day_of_summaries_in_one_query_hour_by_hour(site):
         def streamed(self, q, database=None):
             asked.append(q)
             return super().streamed(q, database)
-    store = Counting(site.influx.url, site.db)
+    store = Counting.from_config(config.load(site.config))
     since, until = T0 - 1800, T0 + 31 * HOUR + 1800      # partial hours at both ends
     hours = list(store.summaries_by_hour(since, until, fields=INPUTS))
     reads = len(asked)
@@ -250,15 +254,12 @@ def test_an_hour_that_had_runs_running_is_read_again(tmp_path):
 def test_a_long_rollup_text_goes_in_pieces_and_comes_back_whole(site):
     """InfluxDB 1.x keeps a string field to 64 KiB: a long part is written in pieces and
     read back whole; pieces left from a longer text before are not read."""
-    store = InfluxStore(site.influx.url, site.db)
+    store = site.store()
     big = json.dumps([["k%d" % i, i] for i in range(9000)])
     assert len(big) > 3 * InfluxStore.CHUNK
 
     def put(parts):
-        import urllib.request
-        body = InfluxStore.rollup_lines(T0, parts).encode()
-        urllib.request.urlopen(urllib.request.Request(
-            f"{site.influx.url}/write?db={site.db}&precision=ns", data=body)).read()
+        site.influx.write(site.db, InfluxStore.rollup_lines(T0, parts).encode())
     put([("run", "-", big), ("by:user", "-", "[]")])
     got = {(p, k): t for _h, p, k, t in store.rollups(("run", "by:user"), T0, T0 + HOUR)}
     assert got == {("run", "-"): big, ("by:user", "-"): "[]"}
@@ -323,7 +324,7 @@ def test_whole_days_are_read_from_one_rollup_each(kind, tmp_path, request):
         site.prepare()
         write(lambda: SpoolSink(site.spool), jobs)
         site.ship()
-        store = InfluxStore(site.influx.url, site.db)
+        store = site.store()
         site.jobmon("rollup", f"--since={iso(since)}", f"--until={iso(until)}")
     days = [t for t, _p, _k, _t in store.rollups(("d:run",), since, until)]
     assert days == [day0, day0 + 86400, day0 + 2 * 86400]

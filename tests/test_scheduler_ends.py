@@ -22,6 +22,9 @@ from test_condor_wrapper import FAST, Starter, py
 
 pytestmark = [root, needs_test_user]
 
+# the write and read path also as configured for InfluxDB 3 (conftest: site_flavour)
+SITE_FLAVOURS = ("1.x", "3.x")
+
 # a job that ignores the soft kill and stays busy; it writes its own CPU time (the truth)
 # every 20 ms, so what the hard kill took away is known to within that
 BUSY_IGNORING_TERM = r"""

@@ -7,13 +7,14 @@ never name a database or retention policy in FROM, which InfluxDB 3 refuses.
 Queries name every column they read, tags as `"k"::tag` and fields as `"k"::field` (never
 `SELECT *`, where a field named like a tag would take its place), and look ids and users
 up the way the writer stored them (jobmon.influx.lineprotocol.clean_tag)."""
-import base64
+import codecs
 import http.client
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..influx import auth
 from ..influx import lineprotocol as lp
 from ..influx import schema
 from . import HOUR, Store
@@ -39,6 +40,29 @@ def regex_literal(text):
 def tag_literal(value):
     """The literal matching a tag value as the writer stored it."""
     return quote_string(lp.clean_tag(value))
+
+
+def json_objects(stream):
+    """Each JSON object of a chunked answer as it arrives: InfluxDB 1.x ends each with a
+    newline, 3.x sends them one after another with nothing between. A decode is tried only
+    where what has come so far ends an object ("}"), so a large chunk is parsed once."""
+    decoder, text = json.JSONDecoder(), ""
+    utf8 = codecs.getincrementaldecoder("utf-8")()
+    while True:
+        data = stream.read1(1 << 16)
+        text += utf8.decode(data, final=not data)
+        while text.rstrip().endswith("}") or (text.strip() and not data):
+            text = text.lstrip()
+            try:
+                obj, end = decoder.raw_decode(text)
+            except ValueError:
+                if not data:
+                    raise
+                break                  # a "}" inside the object: read on
+            yield obj
+            text = text[end:]
+        if not data:
+            return
 
 
 def answer_rows(answer, url):
@@ -78,25 +102,21 @@ def _is_series(s):
 
 
 class InfluxStore(Store):
-    def __init__(self, url, database, username="", password="", token="", timeout=10.0,
-                 samples_database=""):
+    def __init__(self, url, database, authorization="", timeout=10.0, samples_database=""):
+        """authorization: the Authorization header's value (influx.auth), "" for none."""
         self.url = url.rstrip("/") + "/query"
         self.database = database
         self.samples_database = samples_database or database
         self.timeout = timeout
         self.headers = {"Accept": "application/json"}
-        if token:
-            self.headers["Authorization"] = "Token " + token
-        elif username or password:
-            cred = base64.b64encode(f"{username}:{password}".encode()).decode()
-            self.headers["Authorization"] = "Basic " + cred
+        if authorization:
+            self.headers["Authorization"] = authorization
 
     @classmethod
     def from_config(cls, cfg):
         c = cfg["influxdb"]
         summaries, samples = cfg.databases
-        return cls(c["url"], c["query_database"] or summaries, c["username"],
-                   cfg.secret("password_file"), cfg.secret("token_file"),
+        return cls(c["url"], c["query_database"] or summaries, auth.from_config(cfg),
                    c["timeout_seconds"], samples)
 
     CHUNK_ROWS = 10000     # rows per chunk of a streamed answer
@@ -121,9 +141,8 @@ class InfluxStore(Store):
                                      headers=self.headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:
-                for line in r if chunk else [r.read()]:
-                    if line.strip():
-                        yield answer_rows(json.loads(line), self.url)
+                for answer in json_objects(r) if chunk else [json.loads(r.read())]:
+                    yield answer_rows(answer, self.url)
         except urllib.error.HTTPError as e:
             raise InfluxError(f"{self.url}: HTTP {e.code}: {e.read()[:300].decode('utf-8', 'replace')}")
         except (OSError, http.client.HTTPException) as e:   # (cut short: IncompleteRead)

@@ -9,7 +9,7 @@ acknowledged it, raise SendError otherwise. One interface, two implementations:
 and Split, which sends the raw samples to their own database (a short retention) and the
 rest to the summaries' (a long one).
 """
-from ...influx import schema
+from ...influx import auth, schema
 
 
 class SendError(Exception):
@@ -88,9 +88,8 @@ def open_transport(cfg):
             return V2Transport(c["url"], c["org"], database, token, c["timeout_seconds"],
                                c["verify_tls"], cfg["shipper"]["gzip"])
         from .v1 import V1Transport
-        return V1Transport(c["url"], database, c["retention_policy"], c["username"],
-                           cfg.secret("password_file"), c["timeout_seconds"],
-                           c["verify_tls"], cfg["shipper"]["gzip"], token=token)
+        return V1Transport(c["url"], database, c["retention_policy"], auth.from_config(cfg),
+                           c["timeout_seconds"], c["verify_tls"], cfg["shipper"]["gzip"])
 
     summaries, samples = cfg.databases
     return to(summaries) if samples == summaries else Split(to(summaries), to(samples))

@@ -1,7 +1,6 @@
 """`POST /write`: InfluxDB 1.x, and the v1-compatible endpoint of 2.x and 3.x (which take a
-token: `Authorization: Token`). A keep-alive HTTP connection per sender thread, gzip
+token: influx.auth). A keep-alive HTTP connection per sender thread, gzip
 bodies, ns precision."""
-import base64
 import http.client
 import ssl
 import threading
@@ -12,8 +11,8 @@ from . import SendError, Transport, failure
 
 
 class V1Transport(Transport):
-    def __init__(self, url, database, rp="", username="", password="", timeout=10.0,
-                 verify_tls=True, gzip=True, token=""):
+    def __init__(self, url, database, rp="", authorization="", timeout=10.0,
+                 verify_tls=True, gzip=True):
         self.gzip = gzip
         u = urllib.parse.urlsplit(url)
         self.https = u.scheme == "https"
@@ -25,11 +24,8 @@ class V1Transport(Transport):
             q["rp"] = rp
         self.path = u.path.rstrip("/") + "/write?" + urllib.parse.urlencode(q)
         self.headers = {"Content-Type": "text/plain; charset=utf-8"}
-        if token:
-            self.headers["Authorization"] = "Token " + token
-        elif username or password:
-            cred = base64.b64encode(f"{username}:{password}".encode()).decode()
-            self.headers["Authorization"] = "Basic " + cred
+        if authorization:
+            self.headers["Authorization"] = authorization
         self.local = threading.local()   # http.client connections are not thread-safe
         self.conns = set()
 
