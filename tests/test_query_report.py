@@ -56,6 +56,48 @@ def test_each_rule_fires_on_its_case_only(extra, rule):
     assert rule in rules(dict(base, **extra)), rules(dict(base, **extra))
 
 
+# the issue's job: 2 cores, asleep 8 s in 0.1 s steps beside three CPU hogs (procfs mode):
+# 0.09 s of CPU, 0.069 s waited for one -- 44 % of the time it was ready to run
+SLEEPER = {"wall_seconds": 8.1, "cpu_user_seconds": 0.07, "cpu_system_seconds": 0.02,
+           "cpu_wait_seconds": 0.069, "cpu_wait_percent": 43.4, "cores_allocated": 2,
+           "cpu_efficiency_percent": 0.56, "threads_max": 1, "outcome": "goodput"}
+
+
+@pytest.mark.parametrize("wait", [{"cpu_wait_seconds": 0.069, "cpu_wait_percent": 43.4},
+                                  {"cpu_pressure_seconds": 0.069,
+                                   "cpu_pressure_percent": 0.85}])
+def test_an_idle_job_that_waited_on_wakeups_is_told_to_ask_for_fewer_cores(wait):
+    s = {**SLEEPER, "cpu_wait_seconds": None, "cpu_wait_percent": None, **wait}
+    got = rules(s)
+    assert "cpu_contended" not in got, got
+    assert got["cpu_underused"] == "used 0.0 of the 2 cores it was given (1 %): ask for 1 core"
+
+
+def test_contention_is_judged_against_the_cores_given():
+    """Used + waited per second of wall against the cores: a single-threaded job that
+    waited on a busy node wanted 1 of its 4 cores (ask for 2: 1 + 25 %); two threads that
+    wanted the 2 cores they were given and got a fifth of them are contended."""
+    one = {"wall_seconds": 100, "cpu_user_seconds": 40, "cpu_wait_seconds": 60,
+           "cores_allocated": 4, "cpu_efficiency_percent": 10.0, "threads_max": 1}
+    got = rules(one)
+    assert "cpu_contended" not in got
+    assert got["cpu_underused"] == ("used 0.4 of the 4 cores it was given (10 %) and waited "
+                                    "for a CPU 0.6 cores more: ask for 2 cores")
+    two = dict(one, cpu_user_seconds=40, cpu_wait_seconds=160, cores_allocated=2,
+               cpu_efficiency_percent=20.0, threads_max=2)
+    got = rules(two)
+    assert "cpu_underused" not in got
+    assert got["cpu_contended"].startswith(
+        "the node was busy: it got 0.4 of the 2 cores it was given, and its threads waited "
+        "for a CPU 1.6 cores' worth more, 80 % of what they wanted (run queue)")
+    # PSI: a thread waited 80 % of the run; two threads may have waited twice that
+    psi = dict(two, cpu_wait_seconds=None, cpu_pressure_seconds=80)
+    assert "a thread of it waited for a CPU 80 % of the run (PSI)" in rules(psi)["cpu_contended"]
+    # one thread cannot want more than one core: its 4 cores are too many, however busy
+    assert "cpu_underused" in rules(dict(psi, threads_max=1, cores_allocated=4,
+                                         cpu_efficiency_percent=10.0))
+
+
 def test_every_rule_is_documented():
     text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "reports.md")).read()
     for rule in advice.RULES:

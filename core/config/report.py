@@ -8,8 +8,9 @@ warning)."""
 REPORT = {
     "cpu_low_percent": (float, 50.0),         # CPU efficiency below this: ask for fewer cores
     "cpu_headroom_percent": (float, 25.0),    # cores suggested above the average used
-    "cpu_wait_percent": (float, 25.0),        # waited for a CPU this share of its time: the
-    #                                           node was busy, never "ask for fewer cores"
+    "cpu_wait_percent": (float, 25.0),        # waited for a CPU this share of what it
+    #                                           wanted, which reached its cores: the node
+    #                                           was busy, never "ask for fewer cores"
     "mem_low_percent": (float, 50.0),         # memory peak below this share: ask for less
     "mem_headroom_percent": (float, 20.0),    # memory suggested above the peak
     "mem_min_waste_bytes": (int, 1 << 30),    # ... only when it would free this much

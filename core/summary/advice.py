@@ -18,41 +18,97 @@ def _cores_used(s):
     return cpu / wall if wall > 0 else None
 
 
-def _cpu_waited(s):
-    """(share of its time the job waited for a CPU, how that was measured), or (None, "")."""
-    if s.get("cpu_pressure_percent") is not None:     # PSI: a share of the run
-        return s["cpu_pressure_percent"], "of the time waiting for a CPU (PSI)"
-    if s.get("cpu_wait_percent") is not None:         # a share of the time it was runnable
-        return s["cpu_wait_percent"], ("of the time waiting for a CPU (run queue: of the time "
-                                       "its threads were ready to run)")
-    return None, ""
+def _cpu_demand(s):
+    """(cores used, cores' worth its threads waited for a CPU, how the wait was measured)
+    per second of wall, or None without a wall time; the wait None where nothing measured
+    it. The run-queue wait is exact: thread-seconds waited, summed over the job's threads.
+    PSI counts the wall time during which at least one thread waited: that many seconds
+    to as many times its threads (threads_max; its cores where not known), and never more
+    than its threads could have wanted -- the most it may have waited is taken, so that a
+    job that really waited is never told to ask for fewer cores, while a single-threaded
+    job (at most 1 core wanted) or an idle one (hardly ever waiting) still is."""
+    wall = s.get("wall_seconds") or 0
+    if wall <= 0:
+        return None
+    cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
+    used = cpu / wall
+    psi, rq = s.get("cpu_pressure_seconds"), s.get("cpu_wait_seconds")
+    if psi is None and s.get("cpu_pressure_percent") is not None:   # older summaries
+        psi = s["cpu_pressure_percent"] / 100.0 * wall
+    if rq is None and s.get("cpu_wait_percent") is not None and s["cpu_wait_percent"] < 100:
+        rq = cpu * s["cpu_wait_percent"] / (100.0 - s["cpu_wait_percent"])
+    if psi is not None:
+        some = psi / wall
+        threads = s.get("threads_max") or s.get("cores_allocated") or 1
+        return used, max(some, min(some * threads, threads - used)), "PSI"
+    if rq is not None:
+        return used, rq / wall, "run queue"
+    return used, None, ""
+
+
+def _cores_needed(demand, cfg):
+    """Cores to ask for: what the job wanted (used + waited for) plus headroom."""
+    return max(1, math.ceil(demand * (1 + cfg["cpu_headroom_percent"] / 100)))
+
+
+def _contention(s, cfg):
+    """(used, waited, how) when the wait held the job back: what it wanted, CPU used + CPU
+    waited for, reached what it was given -- at least `cpu_low_percent` of its cores (of 1
+    core where none is known): had it got every CPU it waited for, its efficiency would
+    not be low -- and the wait is at least `cpu_wait_percent` of what it wanted. An idle
+    or under-using job never is, however busy the node: its demand is below its cores."""
+    d = _cpu_demand(s)
+    if d is None or d[1] is None:
+        return None
+    used, waited, how = d
+    demand, cores = used + waited, s.get("cores_allocated") or 1.0
+    if demand <= 0 or 100 * waited / demand < cfg["cpu_wait_percent"]:
+        return None
+    if 100 * demand / cores < cfg["cpu_low_percent"]:
+        return None
+    return used, waited, how
 
 
 def cpu_contended(s, cfg):
-    """The job waited for a CPU a large share of its time: the node was busy, so a low CPU
-    efficiency is its neighbours' doing, and no rule tells it to ask for fewer cores."""
-    waited, how = _cpu_waited(s)
-    if waited is None or waited < cfg["cpu_wait_percent"]:
+    """The job's threads wanted the cores it was given but waited for a CPU much of that
+    time: the node was busy, so a low CPU efficiency is its neighbours' doing, and no rule
+    tells it to ask for fewer cores."""
+    c = _contention(s, cfg)
+    if c is None:
         return None
-    return (f"the node was busy: {fixed(waited, '.0f')} % {how}; its CPU use says what "
-            "it got, not what it needs: no advice on cores from this run")
+    used, waited, how = c
+    cores = s.get("cores_allocated")
+    given = f"of the {cores:g} cores it was given" if cores else "cores"
+    if how == "PSI":
+        wall = s["wall_seconds"]
+        some = s.get("cpu_pressure_seconds")
+        some = s["cpu_pressure_percent"] if some is None else 100 * some / wall
+        why = f"a thread of it waited for a CPU {fixed(some, '.0f')} % of the run (PSI)"
+    else:
+        why = (f"its threads waited for a CPU {fixed(waited, '.1f')} cores' worth more, "
+               f"{fixed(100 * waited / (used + waited), '.0f')} % of what they wanted "
+               "(run queue)")
+    return (f"the node was busy: it got {fixed(used, '.1f')} {given}, and {why}; its CPU "
+            "use says what it got, not what it needs: no advice on cores from this run")
 
 
 def cpu_underused(s, cfg):
-    """Fewer cores busy than allocated: suggest the average used plus headroom -- unless it
-    waited for a CPU (cpu_contended): then the cores were busy with others' work."""
-    eff, cores, used = s.get("cpu_efficiency_percent"), s.get("cores_allocated"), _cores_used(s)
-    if eff is None or used is None or cores is None or cores <= 1:
+    """Fewer cores busy than allocated: suggest what it wanted (the average used, plus what
+    it waited for a CPU) plus headroom -- on a busy node too, unless the wait held it back
+    (cpu_contended): then the cores were busy with others' work."""
+    eff, cores, d = s.get("cpu_efficiency_percent"), s.get("cores_allocated"), _cpu_demand(s)
+    if eff is None or d is None or cores is None or cores <= 1:
         return None
-    if cpu_contended(s, cfg):
+    if eff >= cfg["cpu_low_percent"] or _contention(s, cfg):
         return None
-    if eff >= cfg["cpu_low_percent"]:
-        return None
-    ask = max(1, math.ceil(used * (1 + cfg["cpu_headroom_percent"] / 100)))
+    used, waited, _how = d
+    ask = _cores_needed(used + (waited or 0), cfg)
     if ask >= cores:
         return None
+    wait = f" and waited for a CPU {fixed(waited, '.1f')} cores more" \
+        if waited and waited >= 0.05 else ""
     return (f"used {fixed(used, '.1f')} of the {cores:g} cores it was given "
-            f"({fixed(eff, '.0f')} %): "
+            f"({fixed(eff, '.0f')} %){wait}: "
             f"ask for {ask} core{'s' if ask > 1 else ''}")
 
 
