@@ -281,8 +281,8 @@ SUMMARY_FIELDS = (
     ("cores_requested", "cores", "cores the job asked for (HTCondor RequestCpus; "
      "`--tag request_cpus=N`)"),
     ("cores_allocated", "cores",
-     "cores the job was given: HTCondor CpusProvisioned, else its cgroup's CPU quota or "
-     "cpuset (Slurm's task/cgroup), else the request"),
+     "cores the job was given: HTCondor CpusProvisioned, Slurm's alloc_cpus (its allocation "
+     "on the node), else its cgroup's CPU quota or cpuset, else the request"),
     ("mem_requested_bytes", "bytes",
      "memory the job asked for (HTCondor RequestMemory; `--tag request_memory=4GiB`)"),
     ("mem_allocated_bytes", "bytes", "memory the job was given: HTCondor MemoryProvisioned, "

@@ -98,6 +98,27 @@ def test_contention_is_judged_against_the_cores_given():
                                          cpu_efficiency_percent=10.0))
 
 
+def test_a_scheduler_job_whose_summary_lacks_its_cores_gets_them_from_the_scheduler():
+    """A summary the sampler wrote without cores (a whole-node cpuset, a sampler from
+    before the Slurm allocation tag): the readers take the scheduler's word -- the tag,
+    or the record `jobmon query` fills in -- and compute the figures; and a scheduler's
+    job is never told to tag a `jobmon run`."""
+    from jobmon.report.job_efficiency import efficiency_of
+    s = {"wall_seconds": 3600, "cpu_user_seconds": 360, "cpu_system_seconds": 0,
+         "rss_peak_bytes": GIB, "mem_sizing_basis": "resident", "exit_code": 0,
+         "cores_allocated": None, "cpu_efficiency_percent": None, "outcome": "goodput",
+         "provisioned_core_hours": None, "idle_canonical_core_hours": None,
+         "tags": {"job_id": "7", "uid": "999"}}
+    assert efficiency_of(s)["cpu_efficiency_percent"] is None
+    for filled in (efficiency_of(s, dict(s["tags"], alloc_cpus="4")),
+                   efficiency_of(dict(s, cores_allocated=4))):
+        assert filled["cores_allocated"] == 4 and filled["cpu_efficiency_percent"] == 2.5
+        assert filled["provisioned_core_hours"] == 4 and filled["idle_canonical_core_hours"] == 3
+    assert "no_allocation" not in rules(s)
+    assert "no_allocation" not in rules(dict(s, tags={}, scheduler="htcondor"))
+    assert "no_allocation" in rules(dict(s, tags={}, scheduler="local"))
+
+
 def test_every_rule_is_documented():
     text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "reports.md")).read()
     for rule in advice.RULES:

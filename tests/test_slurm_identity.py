@@ -40,9 +40,25 @@ def test_identity_from_the_prolog_environment():
     assert ident.job == "2" and ident.scheduler == "slurm" and ident.run == 1
     assert ident.tags == {"cluster": "jobmon", "job_id": "2", "user": "jobmon-test",
                           "uid": "999", "account": "jobmon", "partition": "debug",
-                          "node": "node01", "num_nodes": "1", "restart_count": "0"}
+                          "node": "node01", "num_nodes": "1", "restart_count": "0",
+                          "alloc_cpus": "1"}
     # the Epilog's environment names the same job
     assert slurm.identify(env_of("plain", "epilog")).tags == ident.tags
+
+
+def test_the_cpus_allocated_on_this_node():
+    """SLURM_JOB_CPUS_PER_NODE counts in the order of SLURM_NODELIST ("72(x2),36"): this
+    node's from SLURMD_NODENAME; a list it cannot place says nothing."""
+    base = env_of("plain")
+    many = dict(base, SLURM_JOB_CPUS_PER_NODE="72(x2),36", SLURM_NODELIST="node[01-02],gpu7",
+                SLURM_JOB_NUM_NODES="3")
+    assert slurm.identify(dict(many, SLURMD_NODENAME="node02")).tags["alloc_cpus"] == "72"
+    assert slurm.cpus_on_node(dict(many, SLURMD_NODENAME="gpu7")) == 36
+    assert slurm.cpus_on_node(dict(many, SLURMD_NODENAME="other")) is None
+    assert slurm.cpus_on_node(dict(base, SLURM_JOB_CPUS_PER_NODE="4(x3)")) == 4
+    assert "alloc_cpus" not in slurm.identify(dict(base, SLURM_JOB_CPUS_PER_NODE="")).tags
+    assert slurm.expand_hostlist("n[1-3,10],a09,b[08-09]x") == \
+        ["n1", "n2", "n3", "n10", "a09", "b08x", "b09x"]
 
 
 def test_array_het_sluid_and_runs():

@@ -167,7 +167,7 @@ class Session:
         from ..summary.batches import batch_text
         s["batch"] = batch_text(self.job)
         if any(getattr(x, "ships", False) for x in sampler.sinks):   # ~2 ms: where it is read
-            s["advice"] = _advice(s)
+            s["advice"] = _advice(dict(s, scheduler=self.job.get("scheduler")))
         sampler.close(s)
         return s
 

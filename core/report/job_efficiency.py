@@ -30,9 +30,9 @@ STORED = ALLOCATION + (
 FROM_PEAK = ("mem_sizing_peak_bytes", "mem_sizing_basis", "mem_efficiency_percent",
              "idle_canonical_core_hours", "idle_limited_by")
 # the tags jobmon.summary.efficiency.allocation reads
-_ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "RequestMemory",
-                    "request_memory", "MemoryProvisioned", "RequestGPUs", "request_gpus",
-                    "GPUsProvisioned")
+_ALLOCATION_TAGS = ("RequestCpus", "request_cpus", "CpusProvisioned", "alloc_cpus",
+                    "RequestMemory", "request_memory", "MemoryProvisioned", "alloc_mem_bytes",
+                    "RequestGPUs", "request_gpus", "GPUsProvisioned", "alloc_gpus")
 _allocations = {}
 # the summary fields efficiency_of, the aggregate and the right-sizing read, and those the
 # reconciliation of a run's outcome reads (jobmon.report.reconcile)
@@ -85,9 +85,13 @@ def efficiency_of(summary, tags=None, memory_per_unit=canonical.CANONICAL_MEMORY
         basis = efficiency.sizing_peak(s, tags or {})[1]
         s = dict(s, mem_sizing_basis=basis)
         peak_from_before = basis not in (efficiency.RESIDENT, None)
-    if s.get("outcome") is not None and not peak_from_before:
-        return {k: s.get(k) for k in STORED}   # written by the sampler: absent is unknown
     alloc = allocation(s, tags)
+    # what the sampler wrote, unless it wrote that it did not know the job's cores and its
+    # tags or the scheduler's record (filled in by the caller) do: a job given its node
+    unknown = alloc.get("cores_allocated") and "provisioned_core_hours" in s \
+        and s["provisioned_core_hours"] is None
+    if s.get("outcome") is not None and not peak_from_before and not unknown:
+        return {k: s.get(k) for k in STORED}   # written by the sampler: absent is unknown
     out = efficiency.figures(s, alloc, memory_per_unit)
     for name, value in s.items():
         if name in out and value is not None and not (peak_from_before and name in FROM_PEAK):

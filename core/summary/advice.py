@@ -249,9 +249,21 @@ def killed_at_end(s, cfg):
             "work before the job script ends, or it may be lost")
 
 
+def _scheduler_job(s):
+    """A job a scheduler ran (its record says what it was given): `scheduler` where the
+    caller knows it, else the tags its plugin wrote (Slurm's job_id, HTCondor's
+    GlobalJobId)."""
+    if s.get("scheduler") not in (None, "", "local"):
+        return True
+    t = s.get("tags") or {}
+    return bool(t.get("GlobalJobId") or (t.get("job_id") and t.get("uid")))
+
+
 def no_allocation(s, cfg):
-    """Nothing says what the job was given: no efficiency can be computed."""
-    if s.get("cores_allocated") is not None or s.get("wall_seconds") is None:
+    """Nothing says what a `jobmon run` job was given: no efficiency can be computed. Never
+    for a scheduler's job: its allocation comes from the scheduler, never from a tag."""
+    if s.get("cores_allocated") is not None or s.get("wall_seconds") is None \
+            or _scheduler_job(s):
         return None
     return ("no allocation known: give `jobmon run --tag request_cpus=N "
             "--tag request_memory=SIZE` for efficiency figures")

@@ -40,6 +40,23 @@ def _memory_units(memory_bytes, memory_per_unit):
     return _whole(memory_bytes / memory_per_unit)
 
 
+# a canonical unit of which less than this share was used is idle: 0.01 of a core (the bar
+# of an idle sample) and 1 % of its memory -- a job that held 2 cores and used 0.0001 of
+# one left 2 units idle, not 1 (1.9999 rounded down)
+IDLE_UNIT_SLACK = 0.01
+
+
+def idle_units(idle_cores, idle_memory, cores, memory, memory_per_unit=CANONICAL_MEMORY_BYTES):
+    """(whole idle canonical units, which of cores or memory limits them) of a job that
+    held `cores` and `memory` bytes (None: not known) and left `idle_cores` and
+    `idle_memory` of them unused: each counted idle within IDLE_UNIT_SLACK of a unit, and
+    never more units than it held."""
+    c = idle_cores + IDLE_UNIT_SLACK
+    m = None if idle_memory is None else idle_memory + IDLE_UNIT_SLACK * memory_per_unit
+    held = whole_units(cores, memory, memory_per_unit)
+    return min(whole_units(c, m, memory_per_unit), held), limited_by(c, m, memory_per_unit)
+
+
 def limited_by(cores, memory_bytes, memory_per_unit=CANONICAL_MEMORY_BYTES):
     """Which of the two caps whole_units(): "cores", "memory" or "both" (equal)."""
     if memory_bytes is None:
@@ -76,23 +93,30 @@ def _first(*values):
 def allocation(tags, limits=None, gpu_count=None):
     """Requested and allocated cores, memory (bytes) and GPUs, each None when not known.
     Requested: HTCondor's Request* (memory in MiB) or the tags request_cpus, request_memory
-    (with a unit), request_gpus. Allocated: HTCondor's *Provisioned, else what the kernel
-    enforces (`limits`: the cgroup's CPU quota or cpuset, its memory limit), else the
-    request; GPUs: else the GPUs the job could see."""
+    (with a unit), request_gpus. Allocated: what the scheduler says it gave -- HTCondor's
+    *Provisioned, Slurm's allocation on the node (alloc_cpus, alloc_mem_bytes, alloc_gpus:
+    the Slurm plugin's tags, or a pilot's) -- else what the kernel enforces (`limits`: the
+    cgroup's CPU quota or cpuset, its memory limit), else the request; GPUs: else the GPUs
+    the job could see. The scheduler's word comes first: a job given every core of its
+    node has a cpuset that says nothing (the whole node)."""
     t, lim = tags or {}, limits or {}
     mib = lambda v: None if number(v) is None else int(number(v) * MIB)   # noqa: E731
+    whole = lambda v: None if number(v) is None else int(number(v))   # noqa: E731
     cores_req = _first(number(t.get("RequestCpus")), number(t.get("request_cpus")))
     mem_req = _first(mib(t.get("RequestMemory")), size_bytes(t.get("request_memory")))
     gpus_req = _first(number(t.get("RequestGPUs")), number(t.get("request_gpus")))
     return {
         "cores_requested": cores_req,
-        "cores_allocated": _first(number(t.get("CpusProvisioned")), lim.get("cores"), cores_req),
+        "cores_allocated": _first(number(t.get("CpusProvisioned")), number(t.get("alloc_cpus")),
+                                  lim.get("cores"), cores_req),
         "mem_requested_bytes": mem_req,
-        "mem_allocated_bytes": _first(mib(t.get("MemoryProvisioned")), lim.get("memory_bytes"),
-                                      mem_req),
+        "mem_allocated_bytes": _first(mib(t.get("MemoryProvisioned")),
+                                      whole(t.get("alloc_mem_bytes")),
+                                      lim.get("memory_bytes"), mem_req),
         "gpus_requested": None if gpus_req is None else int(gpus_req),
         "gpus_allocated": _first(*(None if x is None else int(x) for x in (
-            number(t.get("GPUsProvisioned")), gpu_count or None, gpus_req))),
+            number(t.get("GPUsProvisioned")), number(t.get("alloc_gpus")), gpu_count or None,
+            gpus_req))),
     }
 
 
@@ -211,9 +235,9 @@ def figures(summary, alloc, memory_per_unit=CANONICAL_MEMORY_BYTES):
         idle_mem = None if mem is None or peak is None else max(mem - peak, 0)
         out["provisioned_core_hours"] = _round(cores * hours, 6)
         out["idle_core_hours"] = _round(idle_cores * hours, 6)
-        out["idle_canonical_core_hours"] = _round(
-            whole_units(idle_cores, idle_mem, memory_per_unit) * hours, 6)
-        out["idle_limited_by"] = limited_by(idle_cores, idle_mem, memory_per_unit)
+        units, out["idle_limited_by"] = idle_units(idle_cores, idle_mem, cores, mem,
+                                                   memory_per_unit)
+        out["idle_canonical_core_hours"] = _round(units * hours, 6)
     else:
         out.update(provisioned_core_hours=None, idle_core_hours=None,
                    idle_canonical_core_hours=None, idle_limited_by=None)

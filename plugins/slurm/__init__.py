@@ -39,7 +39,63 @@ def identify(environ):
         v = environ.get(key)
         if v:
             tags[tag] = v
+    cpus = cpus_on_node(environ)
+    if cpus is not None:   # the cpuset says it too, except where it is the whole node
+        tags["alloc_cpus"] = str(cpus)
     return Identity(job_value(tags), scheduler=SCHEDULER, run=run_number(environ), tags=tags)
+
+
+_COUNT = re.compile(r"([0-9]+)(?:\(x([0-9]+)\))?\Z")
+
+
+def cpus_on_node(environ):
+    """The CPUs Slurm allocated the job on this node (its AllocCPUS here), from the Prolog's
+    SLURM_JOB_CPUS_PER_NODE ("4", "72(x2),36": counts in the order of SLURM_NODELIST);
+    None when it cannot be told."""
+    counts = []
+    for part in (environ.get("SLURM_JOB_CPUS_PER_NODE") or "").split(","):
+        m = _COUNT.match(part.strip())
+        if not m:
+            return None
+        counts += [int(m.group(1))] * int(m.group(2) or 1)
+    if not counts:
+        return None
+    if len(set(counts)) == 1:
+        return counts[0]
+    nodes = expand_hostlist(environ.get("SLURM_NODELIST") or "")
+    me = environ.get("SLURMD_NODENAME")
+    if me in nodes and len(nodes) == len(counts):
+        return counts[nodes.index(me)]
+    return None
+
+
+def expand_hostlist(text):
+    """Slurm's host list ("node[01-03,7],gpu5") -> ["node01", "node02", "node03", "node7",
+    "gpu5"]; [] for a form it does not know (more than one bracket in a name)."""
+    names, depth, start = [], 0, 0
+    parts = []
+    for i, ch in enumerate(text):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    for part in filter(None, (p.strip() for p in parts)):
+        if "[" not in part:
+            names.append(part)
+            continue
+        head, _, rest = part.partition("[")
+        ranges, _, tail = rest.partition("]")
+        if "[" in tail or "]" in tail:
+            return []
+        for r in ranges.split(","):
+            lo, _, hi = r.partition("-")
+            if not (_is_number(lo) and (not hi or _is_number(hi))):
+                return []
+            for n in range(int(lo), int(hi or lo) + 1):
+                names.append(f"{head}{str(n).zfill(len(lo))}{tail}")
+    return names
 
 
 def job_value(tags):
