@@ -59,6 +59,13 @@ def group_key(record, by):
     return NONE
 
 
+def in_pilot(record):
+    """A payload of a pilot (its tags name another job as its pilot): its slot's time is
+    part of the pilot's, which the pilot's own record holds."""
+    pilot = (record.get("tags") or {}).get("pilot")
+    return bool(pilot) and str(pilot) != str(record.get("job"))
+
+
 def job_row(record, figures):
     """One job run as the report lists it (top wasters, suspects)."""
     s = record.get("summary") or {}
@@ -114,7 +121,9 @@ class _Group:
         self.sums["energy_jobs"] = 0
         self.cpu_eff, self.mem_eff = Values(), Values()
 
-    def add(self, summary, figures, suspect, verdict=ownership.OWN):
+    def add(self, summary, figures, suspect, verdict=ownership.OWN, held=True):
+        """held: the run's hours and energy are its own (False: a payload, whose hours
+        are its pilot's, counted in the pilot's record)."""
         self.jobs += 1
         self.unconfirmed += verdict == ownership.UNCONFIRMED
         self.local += verdict == ownership.LOCAL
@@ -125,6 +134,15 @@ class _Group:
             self.badput += 1
         else:
             self.unknown += 1
+        if held:
+            self._hours(summary, figures)
+        for name, values in (("cpu_efficiency_percent", self.cpu_eff),
+                             ("mem_efficiency_percent", self.mem_eff)):
+            if figures.get(name) is not None:
+                values.add(figures[name])
+        self.suspects += bool(suspect)
+
+    def _hours(self, summary, figures):
         self.sums["wall_hours"] += (summary.get("wall_seconds") or 0) / 3600.0
         for k in SUMS[1:]:
             self.sums[k] += figures.get(k) or 0.0
@@ -132,11 +150,6 @@ class _Group:
             self.sums["energy_jobs"] += 1
         for k, field, factor in ENERGY:
             self.sums[k] += (summary.get(field) or 0.0) * factor
-        for name, values in (("cpu_efficiency_percent", self.cpu_eff),
-                             ("mem_efficiency_percent", self.mem_eff)):
-            if figures.get(name) is not None:
-                values.add(figures[name])
-        self.suspects += bool(suspect)
 
     def merge(self, other):
         for k in self.FIELDS:
@@ -259,14 +272,14 @@ class Rollup:
                 continue
             rec, s, figures = run_of(run)
             why = suspicions(s, figures, self.limits)
-            verdict = verdicts[id(run[0])]
+            verdict, held = verdicts[id(run[0])], not in_pilot(rec)
             for by in self.dims:
                 key = group_key(rec, by)
                 g = self.groups[by].get(key)
                 if g is None:
                     g = self.groups[by][key] = _Group(key)
-                g.add(s, figures, why, verdict)
-            self.total.add(s, figures, why, verdict)
+                g.add(s, figures, why, verdict, held)
+            self.total.add(s, figures, why, verdict, held)
             waste = (figures.get("idle_canonical_core_hours") or 0) + \
                 (figures.get("idle_gpu_hours") or 0)
             if waste > 0:

@@ -12,13 +12,16 @@ exactly one canonical unit per core (`memory_per_unit` changes it).
 
 Read side, standard library only. docs/accounting.md has the definitions and decisions.
 """
+from __future__ import annotations
+
 import math
 import signal as _signal
 from dataclasses import dataclass
 
 # the unit arithmetic is the summary's too (written inside the job at its end)
 from ..summary.efficiency import (  # noqa: F401,E402
-    CANONICAL_MEMORY_BYTES, GIB, limited_by, number, signal_name, sizing_peak, whole_units)
+    CANONICAL_MEMORY_BYTES, GIB, idle_units, limited_by, number, signal_name, sizing_peak,
+    whole_units)
 
 
 @dataclass(frozen=True)
@@ -64,13 +67,14 @@ def job_canonical(provisioned, used, wall_seconds, memory_per_unit=CANONICAL_MEM
     idle_mem = None if provisioned.memory_bytes is None or used.memory_bytes is None else \
         max(provisioned.memory_bytes - used.memory_bytes, 0)
     gpus = provisioned.gpus is not None and used.gpus is not None
+    units, limit = idle_units(idle_cores, idle_mem, provisioned.cores, provisioned.memory_bytes,
+                              memory_per_unit)
     return JobCanonical(
         hours=hours,
         provisioned_core_hours=provisioned.cores * hours,
         used_core_hours=min(used.cores, provisioned.cores) * hours,
         idle_core_hours=idle_cores * hours,
-        idle_canonical_core_hours=whole_units(idle_cores, idle_mem, memory_per_unit) * hours,
-        idle_limited_by=limited_by(idle_cores, idle_mem, memory_per_unit),
+        idle_canonical_core_hours=units * hours, idle_limited_by=limit,
         provisioned_gpu_hours=provisioned.gpus * hours if provisioned.gpus is not None else None,
         used_gpu_hours=min(used.gpus, provisioned.gpus) * hours if gpus else None,
         idle_gpu_hours=max(provisioned.gpus - used.gpus, 0.0) * hours if gpus else None)

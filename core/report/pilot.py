@@ -24,6 +24,8 @@ their allocations are constant, so each slice is split exactly and the slices ar
 Units: times in seconds since the epoch in, core-hours and GPU-hours out; memory in bytes.
 Read side, standard library only.
 """
+from __future__ import annotations
+
 from dataclasses import dataclass, field
 
 from .canonical import (CANONICAL_MEMORY_BYTES, GOODPUT as GOODPUT_RUN,

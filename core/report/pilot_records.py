@@ -3,15 +3,16 @@
 The pilot's record is the one stored under its job id (`jobmon run --job-id ID` around
 glidein_startup.sh, or the HTCondor wrapper around the pilot's own batch job); its
 payloads are the records whose tags["pilot"] names that id (the condor plugin writes it
-from the glidein's machine ad). What they held comes from the HTCondor names in their
-tags (CpusProvisioned, MemoryProvisioned, GPUsProvisioned, else Request*), which the
-wrapper copies from the job ad and a `jobmon run` pilot is given with --tag; a Slurm
-pilot's allocation (alloc_cpus, alloc_mem_bytes, alloc_gpus) is read as well.
+from the glidein's machine ad). What they held is the allocation `jobmon query` reads:
+their summaries' figures, else their tags -- HTCondor's CpusProvisioned, MemoryProvisioned,
+GPUsProvisioned, else Request* (the wrapper copies them from the job ad), a Slurm
+allocation's alloc_cpus, alloc_mem_bytes, alloc_gpus, a `jobmon run`'s request_cpus,
+request_memory, request_gpus.
 
 The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it out.
 """
-from .canonical import (NO_CAUSE, Classification, Resources, classify, resources_from_condor,
-                        run_end)
+from . import job_efficiency
+from .canonical import NO_CAUSE, Classification, Resources, classify, run_end
 from ..config.ownership import is_pilot_account
 from .ownership import CLAIM, settle, why
 from .pilot import CATEGORIES, Payload, Pilot, account
@@ -26,26 +27,17 @@ class PilotNotFound(Exception):
     pass
 
 
-def _number(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
+def resources(tags, summary=None):
+    """What a pilot or a payload slot held -- the allocation `jobmon query` reads: the
+    figures its summary holds (cores_allocated, mem_allocated_bytes, gpus_allocated), else
+    from its tags (HTCondor's *Provisioned and Request*, a Slurm allocation's alloc_cpus,
+    alloc_mem_bytes, alloc_gpus, `jobmon run --tag request_cpus=N request_memory=SIZE`);
+    None when not even its cores are known."""
+    a = job_efficiency.allocation(summary or {}, tags or {})
+    if a["cores_allocated"] is None:
         return None
-
-
-def resources(tags):
-    """What a pilot or a payload slot held, from its tags; None when not even its cores
-    are known."""
-    tags = tags or {}
-    res = resources_from_condor(tags)
-    if res is not None:
-        return res
-    cores = _number(tags.get("alloc_cpus"))
-    if cores is None:
-        return None
-    mem, gpus = _number(tags.get("alloc_mem_bytes")), _number(tags.get("alloc_gpus"))
-    return Resources(cores=cores, memory_bytes=None if mem is None else int(mem),
-                     gpus=gpus or 0.0)
+    return Resources(cores=a["cores_allocated"], memory_bytes=a["mem_allocated_bytes"],
+                     gpus=a["gpus_allocated"] or 0.0)
 
 
 def _end(rec):
@@ -119,7 +111,7 @@ def _claim_row(r, why):
     s = r.get("summary") or {}
     return {"job": r.get("job"), "run": r.get("run"), "user": r.get("user"),
             "host": r.get("host"), "start": r.get("start_time"), "end": s.get("end_time"),
-            "resources": _res_dict(resources(r.get("tags")) or Resources(cores=0.0)),
+            "resources": _res_dict(resources(r.get("tags"), s) or Resources(cores=0.0)),
             "why": why}
 
 
@@ -131,10 +123,11 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None,
     if not s or s.get("end_time") is None:
         raise PilotNotFound(f"pilot {pilot_rec.get('job')!r} has not ended yet: its "
                             "partition needs its end")
-    have = resources(pilot_rec.get("tags")) or default_resources
+    have = resources(pilot_rec.get("tags"), s) or default_resources
     if have is None:
         raise PilotNotFound(f"pilot {pilot_rec.get('job')!r}: what it held is not recorded "
-                            "(tags CpusProvisioned/MemoryProvisioned, or alloc_cpus)")
+                            "(tags CpusProvisioned/MemoryProvisioned, RequestCpus, "
+                            "request_cpus or alloc_cpus)")
     start = pilot_rec.get("start_time") or s.get("start_time")
     validated, source = validated_at(s, given_validated)
     pilot = Pilot(start=start, end=s["end_time"], resources=have,
@@ -144,7 +137,7 @@ def build(pilot_rec, payload_recs, given_validated=None, default_resources=None,
     for r in payload_recs:
         ps = r.get("summary") or {}
         ended = ending_of(ps, r.get("run"))
-        res = resources(r.get("tags")) or Resources(cores=0.0)
+        res = resources(r.get("tags"), ps) or Resources(cores=0.0)
         name = str(r.get("job")) + (f" run {r['run']}" if r.get("run") else "")
         payloads.append(Payload(start=r.get("start_time"), end=ps.get("end_time"),
                                 resources=res, ended=ended, name=name))
