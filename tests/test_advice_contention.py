@@ -11,6 +11,8 @@ import pytest
 from contention import SPIN, cpu_hogs
 from helpers import PYTHON, TEST_USER, needs_root, needs_test_user, root, shared_tmpdir
 from test_advice_jobs import advice, needs_psi, query, run
+from jobmon.config.report import defaults
+from jobmon.summary.advice import advise
 
 # the issue's reproduction: sleeps in 0.1 s steps, asleep nearly all of its run
 SLEEP = "import time\nfor _ in range(int(float(__import__('sys').argv[1]) * 10)):\n" \
@@ -105,3 +107,21 @@ def test_a_single_process_job_given_four_cores_is_told_to_ask_for_fewer(source, 
     assert got["cpu_underused"].endswith(("ask for 1 core", "ask for 2 cores")), got
     if hogs:
         assert "waited for a CPU" in got["cpu_underused"], got
+
+
+@needs_test_user
+def test_an_htcondor_job_given_two_cores_by_its_job_ad_is_told_the_same():
+    """Through the HTCondor wrapper with the real pool's job ad, CpusProvisioned = 2 (the
+    cores come from the ad: no cpuset narrows the job), the issue's sleeping job beside
+    CPU hogs: the advice on its summary asks for 1 core, nothing says the node was busy."""
+    from test_condor_wrapper import FAST, Starter, one_record
+    starter = Starter(site=FAST, RequestCpus=2, CpusProvisioned=2)
+    with cpu_hogs():
+        code, _out, err = starter.run(JOBS["idle"][0])
+    assert code == 0, err
+    _info, s, _samples = one_record(starter)
+    print(figures(s), s.get("advice"))
+    assert s["cores_allocated"] == 2 and s["cpu_efficiency_percent"] < 10, s
+    got = {a["rule"]: a["text"] for a in advise(s, defaults())}
+    assert "cpu_contended" not in got and "no_allocation" not in got, got
+    assert got["cpu_underused"].endswith("ask for 1 core"), got
