@@ -59,7 +59,12 @@ def act(store_arg, dry_run, as_json):
         typer.echo(f"jobmon act: {e}", err=True)
         raise typer.Exit(2)
     if cfg["actions"]["mode"] == "off" and not dry_run:
-        typer.echo("jobmon act: [actions] mode is off: nothing is done (docs/actions.md)")
+        note = "[actions] mode is off: nothing is done (docs/actions.md)"
+        if as_json:   # what was asked for, even with nothing to say
+            typer.echo(json.dumps({"mode": "off", "counts": {}, "decisions": [],
+                                   "recorded": [], "errors": [], "note": note}, indent=1))
+        else:
+            typer.echo(f"jobmon act: {note}")
         return
     st, writer = open_for_actions(cfg, store_arg)
     done = actor.run_pass(cfg, st, schedulers(cfg), writer, dry_run=dry_run)
