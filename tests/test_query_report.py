@@ -119,6 +119,15 @@ def test_a_scheduler_job_whose_summary_lacks_its_cores_gets_them_from_the_schedu
     assert "no_allocation" in rules(dict(s, tags={}, scheduler="local"))
 
 
+def test_a_short_ramp_is_told_by_what_it_rose_not_per_hour():
+    """A 13 s run whose resident memory rose 520 MiB steadily: no "+140.6 GiB/h"."""
+    s = {"wall_seconds": 13, "mem_rising": 1, "mem_growth_bytes_per_hour": 140.6 * GIB}
+    assert rules(s)["memory_leak"] == ("resident memory rose steadily (+519.9 MiB over its "
+                                       "13 s): a leak, or data it loads as it goes?")
+    hours = dict(s, wall_seconds=7200, mem_growth_bytes_per_hour=2 * GIB)
+    assert rules(hours)["memory_leak"] == "resident memory rose steadily (+2.0 GiB/h): a leak?"
+
+
 def test_every_rule_is_documented():
     text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "reports.md")).read()
     for rule in advice.RULES:

@@ -119,7 +119,9 @@ def test_top_wasters_and_suspects():
     assert m["suspect_count"] == 2
     e, d = m["suspects"]
     assert e["job"] == "local-e" and e["kinds"] == ["mem_rising", "cpu_idle"]
-    assert e["why"] == ["memory rose steadily (36.0 MiB/h)", "CPU at ~0 in 50 of 100 samples"]
+    # 36 MiB/h over a 100 s run: what it rose by over the run, not a rate per hour
+    assert e["why"] == ["memory rose steadily (+1.0 MiB over its 100 s)",
+                        "CPU at ~0 in 50 of 100 samples"]
     assert d["job"] == "300.0" and d["kinds"] == ["gpu_idle"]
 
 

@@ -14,7 +14,7 @@ over weeks merges the hours' rollups (jobmon.report.rollup) instead of holding e
 
 Read side, standard library only.
 """
-from ..printable import size
+from ..summary.advice import growth_text
 from . import job_efficiency, ownership
 from .canonical import BADPUT, GOODPUT
 from .distribution import Values, distribution
@@ -94,7 +94,7 @@ def suspicions(summary, figures, limits):
     if figures.get("mem_rising"):
         rate = figures.get("mem_growth_bytes_per_hour")
         out.append(("mem_rising", "memory rose steadily" + (
-            f" ({size(rate)}/h)" if rate is not None else "")))
+            f" ({growth_text(rate, summary.get('wall_seconds'))})" if rate is not None else "")))
     samples = summary.get("samples") or 0
 
     def many(idle):

@@ -200,12 +200,24 @@ def stalled(s, cfg):
             "network or a lock? `jobmon watch` shows it live")
 
 
+def growth_text(rate, wall):
+    """How much resident memory rose: per hour for a run of an hour or more; over the run
+    for a shorter one (a 13 s ramp of 500 MiB is no "+140 GiB/h")."""
+    rate = rate or 0
+    if wall and 0 < wall < 3600:
+        return f"+{size(rate * wall / 3600)} over its {fixed(wall, '.0f')} s"
+    return f"+{size(rate)}/h"
+
+
 def memory_leak(s, cfg):
     """Resident memory rose steadily over the run."""
     if not s.get("mem_rising"):
         return None
-    rate = s.get("mem_growth_bytes_per_hour") or 0
-    return f"resident memory rose steadily (+{size(rate)}/h): a leak?"
+    wall = s.get("wall_seconds")
+    grew = growth_text(s.get("mem_growth_bytes_per_hour"), wall)
+    if wall and wall < 3600:
+        return f"resident memory rose steadily ({grew}): a leak, or data it loads as it goes?"
+    return f"resident memory rose steadily ({grew}): a leak?"
 
 
 def gpu_idle(s, cfg):
