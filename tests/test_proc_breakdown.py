@@ -361,3 +361,20 @@ def test_watch_says_what_its_breakdown_is(tmp_path):
         assert "summed per command name" in flat and max(map(len, out.splitlines())) <= 80
     finally:
         p.wait(timeout=30)
+
+
+def test_one_breakdown_is_one(tmp_path):
+    """A job over before a second breakdown: "1 breakdown, taken at 0.6s", in query and in
+    the HTML page (not "1 breakdowns, taken at 0.6s to 0.6s")."""
+    store = str(tmp_path / "one.db")
+    env = dict(os.environ, JOBMON_PROCS_EVERY_SECONDS="0.5", COLUMNS="80")
+    r = jobmon_run(["--interval=0.2", "--job-id=one"], ["sleep", "0.8"], store=store, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(jobmon("query", "one", "--json", "--store", store).stdout)
+    if doc["procs"]["count"] != 1:
+        pytest.skip(f"{doc['procs']['count']} breakdowns on this machine's load")
+    flat = " ".join(jobmon("query", "one", "--store", store, env=env).stdout.split())
+    assert re.search(r"over the job: 1 breakdown, taken at [\d.]+s of the run", flat), flat
+    page = tmp_path / "one.html"
+    assert jobmon("report", "one", "--html", str(page), "--store", store).returncode == 0
+    assert re.search(r"\(1 breakdown, taken at [\d.]+s of the run\)", page.read_text())

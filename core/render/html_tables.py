@@ -166,8 +166,10 @@ def nodes_and_runs(rep):
         first, last = (procs.get("taken_seconds") or [None, None])[:2]
         note = (f"<p class=\"note\">{esc(RSS_NOTE)}. Breakdowns are taken every few tens "
                 "of seconds: a process's peak between two is not in them.</p>")
-        parts.append(box("procs", f"Processes by command ({procs.get('count') or '?'} "
-                         f"breakdowns, taken at {duration(first)} to {duration(last)} of the "
+        n = procs.get("count")
+        parts.append(box("procs", f"Processes by command ({n or '?'} "
+                         f"breakdown{'' if n == 1 else 's'}, taken at {duration(first)}"
+                         f"{'' if last == first else ' to ' + duration(last)} of the "
                          "run)", note + dicts_table(
             [{"command": x.get("comm"), "processes (most)": x.get("procs_max"),
               "CPU (mean)": human(x.get("cpu_mean"), "cores"),

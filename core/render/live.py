@@ -246,8 +246,10 @@ def show_procs(procs):
     if not procs:
         return ""
     first, last = procs.get("taken_seconds") or (None, None)
-    lines = [""] + wrap(f"processes by command name over the job: {procs['count']} "
-                        f"breakdowns, taken at {duration(first)} to {duration(last)} of the "
+    n = procs["count"]
+    lines = [""] + wrap(f"processes by command name over the job: {n} "
+                        f"breakdown{'' if n == 1 else 's'}, taken at {duration(first)}"
+                        f"{'' if last == first else ' to ' + duration(last)} of the "
                         "run (CORES their mean, PEAK their largest; RSS PEAK the largest "
                         "sum in one breakdown, not the job's peak)")
     lines += procs_over_job(procs["over_job"])
