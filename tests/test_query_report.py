@@ -302,3 +302,40 @@ def test_list_and_the_samples_table_read_at_80_columns(local_job):
     assert n >= len(rows) >= min(n, 20) and all(len(x) <= 80 for x in rows), table
     assert all(re.fullmatch(r"\s*[\d.]+(\s+\S+){7}\s*", x.replace(" MiB", "MiB")
                             .replace(" KiB", "KiB").replace(" B", "B")) for x in rows), rows
+
+
+def test_allocated_memory_is_called_a_limit_only_where_one_held_the_job(tmp_path):
+    """A request tag alone is no limit: the memory row says so; a v1 memory cgroup limited
+    to 256 MiB (as a scheduler's) is."""
+    from helpers import IS_ROOT
+    from jobmon import cgroups
+    store = str(tmp_path / "store.db")
+    env = dict(os.environ, JOBMON_CONFIG=str(tmp_path / "none.toml"))
+    (tmp_path / "none.toml").write_text("")
+    env.pop("JOBMON_STORE", None)
+
+    def allocated(job):
+        q = jobmon("query", job, "--json", f"--store={store}", env=env)
+        assert q.returncode == 0, q.stderr
+        return {m["name"]: m for m in json.loads(q.stdout)["memory"]}["allocated"]
+    r = jobmon_run(["--job-id=asked", "--tag=request_memory=2GiB"], ["sleep", "0.3"],
+                   store=store)
+    assert r.returncode == 0, r.stderr
+    row = allocated("asked")
+    assert row["value"] == 2 * GIB and "its limit" not in row["meaning"], row
+    assert "no memory limit was seen" in row["meaning"], row
+    cg = cgroups.create(f"jobmon-pytest-limit-{os.getpid()}", prefer=1) if IS_ROOT else None
+    if cg is None or cg.version != 1:
+        pytest.skip("no cgroup v1 to limit here")
+    try:
+        with open(os.path.join(cg.dirs["memory"], "memory.limit_in_bytes"), "w") as f:
+            f.write(str(256 << 20))
+        r = jobmon_run(["--job-id=held", "--cgroup=existing", "--interval=0.1"],
+                       ["sleep", "0.5"], store=store, preexec_fn=cg.join)
+    finally:
+        import time
+        time.sleep(0.05)
+        cg.remove()
+    assert r.returncode == 0, r.stderr
+    row = allocated("held")
+    assert row["value"] == 256 << 20 and row["meaning"] == "what it was given (its limit)", row

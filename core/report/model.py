@@ -299,6 +299,8 @@ MEANINGS = {
     "slurm": "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
              "anonymous memory only on cgroup v1, page cache included on v2",
     "requested": "what the job asked for", "allocated": "what it was given (its limit)",
+    "allocated-unlimited": "what it was given (the scheduler's figure, else the request); no "
+                           "memory limit was seen holding the job to it",
 }
 # what each figure is defined to include: it never comes out below them
 INCLUDES = {"resident": "resident-sampled", "charged": "resident-sampled",
@@ -339,8 +341,10 @@ def memory_rows(s, samples, eff, scheduler, many):
         for name, value, _unit in (scheduler or {}).get("figures") or ():
             if name == field:
                 rows.append((label, value, "htcondor" if "HTCondor" in label else "slurm"))
+    limited = s.get("oom_limit_bytes") or any(x.get("mem_limit_bytes") for x in samples)
     rows += [("requested", eff.get("mem_requested_bytes"), "requested"),
-             ("allocated", eff.get("mem_allocated_bytes"), "allocated")]
+             ("allocated", eff.get("mem_allocated_bytes"),
+              "allocated" if limited else "allocated-unlimited")]
     rows = [r for r in rows if r[1] is not None]
     names = {m: n for n, _v, m in rows}
     return [{"name": n, "value": v, "meaning": MEANINGS[m].format(resident=how, kernel=kernel),
