@@ -206,13 +206,11 @@ class SacctSource(Source):
 
 
 def source(cfg=None, env=None):
-    """The site's Slurm accounting source (slurm.accounting: auto, sacct, pyslurm), or
-    None where this host has no sacct (and no pyslurm)."""
+    """The site's Slurm accounting source (slurm.accounting: auto and sacct are sacct;
+    pyslurm where it matches the running Slurm), or None where there is none."""
     settings = cfg["slurm"] if cfg is not None else {"sacct": "sacct", "accounting": "auto"}
-    if settings["accounting"] in ("auto", "pyslurm"):
+    if settings["accounting"] == "pyslurm":
         from . import sacct_pyslurm
-        src = sacct_pyslurm.source(settings["sacct"], env)
-        if src is not None or settings["accounting"] == "pyslurm":
-            return src
+        return sacct_pyslurm.source(settings["sacct"], env)
     exe = shutil.which(settings["sacct"], path=(env or os.environ).get("PATH"))
     return SacctSource(exe, env) if exe else None
