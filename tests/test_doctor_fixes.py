@@ -182,3 +182,27 @@ def test_the_installers_a_fix_names_are_this_jobmons():
         exe = fix.split()[0]
         assert os.path.dirname(exe) == os.path.dirname(sys.executable) and \
             os.access(exe, os.X_OK), fix
+
+
+def test_missing_spool_and_state_are_made_for_the_documented_shipper(tmp_path, unshare,
+                                                                      influx_server):
+    """A node with the shipper's user (`jobmon`, as docs/slurm.md makes it) and neither
+    its spool nor its state: the fixes name that user; run as printed (on the same fresh
+    node), both checks pass."""
+    node = str(tmp_path / "node")
+    subprocess.run(fresh_node(node) + ["useradd", "--system", "--no-create-home", "jobmon"],
+                   check=True, timeout=60)
+    d = shared_tmpdir()
+    spool, state = os.path.join(d, "spool"), os.path.join(d, "state")
+    config = os.path.join(d, "jobmon.toml")
+    with open(config, "w") as f:
+        f.write(f'[store]\nkind = "influxdb"\n[influxdb]\nurl = "{influx_server.url}"\n'
+                f'[spool]\ndir = "{spool}"\n[shipper]\nstate_dir = "{state}"\n')
+    os.chmod(config, 0o644)
+    checks, _ = doctor(f"--config={config}", "--scheduler=none", node=node)
+    for name in ("spool", "state"):
+        c = checks[name]
+        assert c["status"] == "fail" and " -o jobmon " in c["fix"], c
+        subprocess.run(fresh_node(node) + ["sh", "-e", "-c", c["fix"]], check=True, timeout=60)
+    checks, _ = doctor(f"--config={config}", "--scheduler=none", node=node)
+    assert checks["spool"]["status"] == "ok" and checks["state"]["status"] == "ok", checks

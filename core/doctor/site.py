@@ -64,6 +64,18 @@ def shipper_uid(node):
     return next((u for u in owners if u != 0), owners[0] if owners else None)
 
 
+def shipper_name(node):
+    """The shipper's user by name: as given or found (shipper_uid), else the service user
+    the docs install it as: HTCondor's `condor` where HTCondor runs jobs, else `jobmon`."""
+    if node.shipper_user:
+        return node.shipper_user
+    uid = shipper_uid(node)
+    if uid is not None:
+        return _name(uid)
+    from . import found
+    return "condor" if "htcondor" in found(node) else "jobmon"
+
+
 def _name(uid):
     try:
         return pwd.getpwuid(uid).pw_name
@@ -80,7 +92,8 @@ def store(node):
         secret = node.cfg.secret(key)
     except config.ConfigError as e:
         fix = NO_AUTH if c[key] and not os.path.exists(c[key]) else \
-            f"make it the shipper's, mode 0600: chown SHIPPER {c[key]}; chmod 600 {c[key]}"
+            f"make it the shipper's, mode 0600: chown {shipper_name(node)} {c[key]}; " \
+            f"chmod 600 {c[key]}"
         return Check("store", FAIL, str(e), fix)
     if c[key]:
         st = os.stat(c[key])
@@ -143,7 +156,7 @@ def _owned_dir(name, d, mode, node, missing):
     """(Check or None, stat): `d` exists, is a directory and is the shipper's; None when
     it is, else the failing Check with the command that makes it right."""
     uid = shipper_uid(node)
-    user = node.shipper_user or (_name(uid) if uid is not None else "SHIPPER")
+    user = shipper_name(node)
     try:
         group = grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
     except KeyError:
