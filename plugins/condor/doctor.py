@@ -1,9 +1,12 @@
 """`jobmon doctor` on an HTCondor execute node: USER_JOB_WRAPPER and the shipper's startd
 cron as HTCondor's configuration has them (`condor_config_val`), the wrapper that names
-and what it runs with (its interpreter, as an unprivileged user; its site file), where
-its warnings go, and whether HTCondor can give jobs cgroups of their own.
+and what it runs with (its interpreter, as an unprivileged user; its site file), the
+cron's user owning the spool and state, where its warnings go, and whether HTCondor can
+give jobs cgroups of their own.
 Run outside jobs."""
+import grp
 import os
+import pwd
 import shlex
 import sys
 
@@ -12,7 +15,8 @@ from jobmon.job import job_user_check
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
 KNOBS = ("USER_JOB_WRAPPER", "STARTER_JOB_ENVIRONMENT", "STARTD_CRON_JOBLIST",
-         "STARTD_CRON_JOBMON_EXECUTABLE", "STARTD_CRON_JOBMON_ARGS", "STARTD_CRON_JOBMON_ENV")
+         "STARTD_CRON_JOBMON_EXECUTABLE", "STARTD_CRON_JOBMON_ARGS", "STARTD_CRON_JOBMON_ENV",
+         "CONDOR_IDS")
 # this jobmon's own installer, beside the interpreter running the doctor
 SETUP = (os.path.join(os.path.dirname(sys.executable), "jobmon-condor-setup") +
          " (docs/htcondor.md), then condor_reconfig")
@@ -135,8 +139,47 @@ def shipper_cron(k, node):
                                            f"the shipper reads {config.DEFAULT_PATH}, not "
                                            f"{node.config_path}: it ships nothing",
                      f'STARTD_CRON_JOBMON_ENV = "JOBMON_CONFIG={node.config_path}"')
-    return _site_file("shipper cron", site or config.DEFAULT_PATH, node,
-                      f"the shipper cron ({exe} {k.get('STARTD_CRON_JOBMON_ARGS') or ''})")
+    return cron_owns(k, node) or _site_file(
+        "shipper cron", site or config.DEFAULT_PATH, node,
+        f"the shipper cron ({exe} {k.get('STARTD_CRON_JOBMON_ARGS') or ''})")
+
+
+def cron_user(k):
+    """(uid, user, group) HTCondor runs its startd cron jobs as: CONDOR_IDS, else the
+    `condor` user; None when neither is known."""
+    ids = (k.get("CONDOR_IDS") or "").strip()
+    try:
+        if ids:
+            uid, gid = (int(x) for x in ids.split("."))
+        else:
+            p = pwd.getpwnam("condor")
+            uid, gid = p.pw_uid, p.pw_gid
+        return uid, pwd.getpwuid(uid).pw_name, grp.getgrgid(gid).gr_name
+    except (ValueError, KeyError):
+        return None
+
+
+def cron_owns(k, node):
+    """Check, or None: the spool and state directories that are there belong to the
+    cron's user (it lists the spool and keeps its state; a directory left to root is
+    closed to it, whoever the site checks take for the shipper)."""
+    who = cron_user(k)
+    if who is None or node.cfg is None:
+        return None
+    uid, user, group = who
+    wrong = []
+    for d in (node.cfg["spool"]["dir"], node.cfg["shipper"]["state_dir"]):
+        try:
+            if os.stat(d).st_uid != uid:
+                wrong.append(d)
+        except OSError:      # missing: the spool and state checks say so
+            pass
+    if not wrong:
+        return None
+    return Check("shipper cron", FAIL, f"the shipper cron runs as {user}, and "
+                                       f"{' and '.join(wrong)} are not {user}'s: it cannot "
+                                       "ship the spool or keep its state",
+                 f"chown {user}:{group} {' '.join(wrong)}")
 
 
 def job_cgroups(mountinfo=None):
