@@ -1,6 +1,6 @@
 """Run the install section of docs/slurm.md or docs/htcondor.md exactly as written, in a
-fresh clone, on a fresh machine: a private mount and network namespace (tests/
-test_docs_install.py starts this under `unshare --mount --net`) with fresh /etc, /opt,
+fresh clone, on a fresh machine: a private mount, network and process namespace (tests/
+test_docs_install.py starts this under `unshare --mount --net --pid`) with fresh /etc, /opt,
 /var, /run, /usr/local, /root and /dev (overlays: nothing written reaches the host), a
 syslog daemon on /dev/log, and an InfluxDB 1.6.7 at influxdb.example.org:8086, with
 authentication or without. PyPI, which the namespace cannot reach, is a wheelhouse of
