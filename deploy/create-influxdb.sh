@@ -8,7 +8,9 @@
 # With a samples database, set `samples_database` in jobmon.toml to its name.
 # Credentials (1.x with auth): INFLUX_USER and INFLUX_PASSWORD_FILE in the environment.
 # With JOBMON_USER and JOBMON_PASSWORD_FILE (a server with authentication) it also makes
-# the shipper's user with that password, allowed to write and read the databases.
+# the shipper's user with that password, allowed to write and read the databases. It can
+# be run again: what exists is left as it is (a user that exists with another password
+# is refused, and so is a retention policy of another duration).
 set -eu
 if [ "${1:-}" = "--v3" ]; then
     cat <<EOT
@@ -32,7 +34,15 @@ auth=""
 if [ -n "${INFLUX_USER:-}" ]; then
     auth="-u ${INFLUX_USER}:$(cat "${INFLUX_PASSWORD_FILE:?set INFLUX_PASSWORD_FILE}")"
 fi
-q() { curl -fsS $auth -XPOST "$url/query" --data-urlencode "q=$1"; echo; }
+# the server answers a refused statement with 200 and an "error": say so, and stop (a
+# password is never shown)
+q() {
+    answer=$(curl -fsS $auth -XPOST "$url/query" --data-urlencode "q=$1")
+    echo "$answer"
+    case "$answer" in
+        *'"error"'*) echo "$0: refused: ${1%% WITH PASSWORD*}" >&2; exit 1 ;;
+    esac
+}
 # job ids are tags, so series come and go with jobs: a retention policy is what bounds
 # the index (docs/schema.md, "Cardinality")
 policy() {

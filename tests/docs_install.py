@@ -1,6 +1,6 @@
 """Run the install section of docs/slurm.md or docs/htcondor.md exactly as written, in a
-fresh clone, on a fresh machine: a private mount and network namespace (tests/
-test_docs_install.py starts this under `unshare --mount --net`) with fresh /etc, /opt,
+fresh clone, on a fresh machine: a private mount, network and process namespace (tests/
+test_docs_install.py starts this under `unshare --mount --net --pid`) with fresh /etc, /opt,
 /var, /run, /usr/local, /root and /dev (overlays: nothing written reaches the host), a
 syslog daemon on /dev/log, and an InfluxDB 1.6.7 at influxdb.example.org:8086, with
 authentication or without. PyPI, which the namespace cannot reach, is a wheelhouse of
@@ -15,7 +15,11 @@ Epilog; `condor_reconfig` runs the shipper cron once as the startd would (HTCond
 daemons are not installed). Then a job: a Slurm job, or one through the wrapper the way
 the starter runs it; the job's record must reach InfluxDB through the shipper.
 
-    python docs_install.py slurm|htcondor auth|noauth CLONE NODE WHEELHOUSE RESULT.json
+"again": the users HTCondor's and Slurm's packages (or an earlier install) make, `condor`
+and `jobmon`, are there before the first step, and every step runs twice over (a node
+installed before); the services the first pass started keep running, as they would.
+
+    python docs_install.py slurm|htcondor auth|noauth CLONE NODE WHEELHOUSE RESULT.json [again]
 """
 import json
 import os
@@ -105,10 +109,14 @@ class Services:
 
     def __init__(self, doc, node, result):
         self.doc, self.node, self.result = doc, node, result
-        self.procs, self.cluster, self.env = [], None, {}
+        self.procs, self.cluster, self.env, self.started = [], None, {}, set()
 
     def systemctl_enable_now(self, unit):
-        """systemd: ExecStartPre (+: as root), then ExecStart as User=, kept running."""
+        """systemd: ExecStartPre (+: as root), then ExecStart as User=, kept running (a
+        unit already running is left as it is)."""
+        if unit in self.started:
+            return
+        self.started.add(unit)
         conf = {}
         with open(f"/etc/systemd/system/{unit}.service") as f:
             for line in f:
@@ -127,6 +135,8 @@ class Services:
         """The section's slurm.conf lines, on the suite's cluster (Prolog=prolog.d/*, the
         wrappers linked there: what the section says a site with Prologs of its own does)."""
         from slurm import Cluster
+        if self.cluster:        # running: reconfigured with the same lines
+            return
         lines = set(re.findall(r"^ *((?:Prolog|Epilog|PrologFlags)=\S+)$", section, re.M))
         assert lines >= {"Prolog=/etc/slurm/jobmon-prolog", "Epilog=/etc/slurm/jobmon-epilog",
                          "PrologFlags=Contain"}, lines
@@ -177,11 +187,11 @@ def run_cron():
     return {"exit": r.returncode, "stderr": r.stderr[-2000:]}
 
 
-def run_steps(doc, auth, clone, services, result, wheelhouse):
+def run_steps(doc, auth, clone, services, result, wheelhouse, passes=1):
     with open(os.path.join(clone, "docs", f"{doc}.md")) as f:
         blocks, section = sh_blocks(f.read(), doc, auth)
     result["steps"] = []
-    for block in blocks:
+    for block in blocks * passes:
         if "systemctl enable --now jobmon-ship" in block:
             block = block.replace("systemctl enable --now jobmon-ship", "")
             run_block(block, clone, result)
@@ -252,19 +262,28 @@ def condor_job(result):
     result["condor_checks"] = [c.as_dict() for c in condor_doctor.evaluate(condor_knobs(), node)]
 
 
+def service_user(name):
+    """The user as HTCondor's or Slurm's packages make it, where it is not there yet."""
+    if subprocess.run(["id", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", name], check=True)
+
+
 def main():
     doc, auth, clone, node, wheelhouse, out = sys.argv[1:7]
-    result = {"doc": doc, "auth": auth}
+    again = sys.argv[7:8] == ["again"]
+    result = {"doc": doc, "auth": auth, "again": again}
     # the overlays' upper layers, beside the result: the caller removes them, unmounted
     base = os.path.join(os.path.dirname(os.path.abspath(out)), "machine")
     os.makedirs(base)
     syslog = fresh_machine(base)
     influx = start_influx(auth)
-    if doc == "htcondor":        # an execute node: HTCondor's service user exists
-        subprocess.run(["useradd", "--system", "--no-create-home", "condor"], check=True)
+    for name in (("condor", "jobmon") if again else ("condor",) if doc == "htcondor" else ()):
+        service_user(name)     # an execute node: HTCondor's service user exists
     services = Services(doc, node, result)
     try:
-        result["steps_ok"] = run_steps(doc, auth, clone, services, result, wheelhouse)
+        result["steps_ok"] = run_steps(doc, auth, clone, services, result, wheelhouse,
+                                       passes=2 if again else 1)
         if result["steps_ok"]:
             if doc == "slurm":
                 slurm_job(services, result)

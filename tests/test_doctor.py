@@ -287,3 +287,48 @@ def test_condor_knob_values_as_condor_config_val_prints_them():
     assert condor_doctor.job_environment('"JOBMON_CONFIG=/etc/x.toml OTHER=1"') == \
         {"JOBMON_CONFIG": "/etc/x.toml", "OTHER": "1"}
     assert condor_doctor.job_environment(None) == {}
+
+
+def test_condor_wrapper_on_the_default_site_file_that_is_not_there_fails(condor_node):
+    """The wrapper reads /etc/jobmon/jobmon.toml, which is not there, while the doctor
+    was given another file: every job writes to its user's home store; a failure (not a
+    warning whose fix names the missing file)."""
+    from jobmon import config
+    if os.path.exists(config.DEFAULT_PATH):
+        pytest.skip("this machine has a site file at the default path")
+    d = shared_tmpdir()
+    try:
+        wrapper = os.path.join(d, "wrapper")
+        with open(condor_node["good"]) as f:
+            text = f.read().replace(repr(condor_node["config"]), repr(config.DEFAULT_PATH))
+        with open(wrapper, "w") as f:
+            f.write(text)
+        os.chmod(wrapper, 0o755)
+        c = condor_checks(condor_node, USER_JOB_WRAPPER=wrapper)["site file"]
+        assert c.status == "fail" and "home store" in c.message, c.message
+        assert config.DEFAULT_PATH in c.fix and "--config" in c.fix, c.fix
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_condor_spool_and_state_must_be_the_cron_users(condor_node):
+    """HTCondor runs the shipper cron as CONDOR_IDS' user: a spool and state left to root
+    are closed to it, whoever else the site checks take for the shipper. The fix, run as
+    printed, makes the check pass."""
+    d = shared_tmpdir()
+    spool, state = os.path.join(d, "spool"), os.path.join(d, "state")
+    os.mkdir(spool, 0o3733)
+    os.mkdir(state, 0o700)
+    config = os.path.join(d, "jobmon.toml")
+    with open(config, "w") as f:
+        f.write(f'[store]\nkind = "influxdb"\n[spool]\ndir = "{spool}"\n'
+                f'[shipper]\nstate_dir = "{state}"\n')
+    os.chmod(config, 0o644)
+    cron = pwd.getpwnam("jobmon-test")
+    over = {"CONDOR_IDS": f"{cron.pw_uid}.{cron.pw_gid}",
+            "STARTD_CRON_JOBMON_ENV": f'"JOBMON_CONFIG={config}"'}
+    c = condor_checks(condor_node, config=config, **over)["shipper cron"]
+    assert c.status == "fail" and "runs as jobmon-test" in c.message, c.message
+    subprocess.run(["sh", "-e", "-c", c.fix], check=True, timeout=60)
+    c = condor_checks(condor_node, config=config, **over)["shipper cron"]
+    assert c.status == "ok", c.message

@@ -88,6 +88,44 @@ def test_slurm_install_refuses_a_site_file_that_is_not_there(venvs, tmp_path):
     assert not (tmp_path / "jobmon-prolog").exists()
 
 
+@pytest.mark.parametrize("installer", ["slurm", "condor"])
+def test_installers_refuse_no_site_file_at_the_default_path(venvs, tmp_path, installer):
+    """Without --config, the default /etc/jobmon/jobmon.toml, not there: every job would
+    write to its user's home store and nothing to the spool; refused."""
+    if os.path.exists("/etc/jobmon/jobmon.toml"):
+        pytest.skip("this machine has a site file")
+    argv = [os.path.join(BIN, "jobmon-slurm-hooks"), "install", str(tmp_path)] \
+        if installer == "slurm" else [os.path.join(BIN, "jobmon-condor-setup"),
+                                      f"--bin-dir={tmp_path / 'bin'}",
+                                      f"--condor-config-dir={tmp_path / 'conf'}"]
+    r = subprocess.run(argv + [f"--python={venvs['good']}"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "/etc/jobmon/jobmon.toml: no such file" in r.stderr and "home store" in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("installer", ["slurm", "condor"])
+def test_installers_refuse_a_site_file_job_users_cannot_read(venvs, tmp_path, installer):
+    """A site file mode 0600 in a directory mode 0700: refused, with one line that says
+    so and the fix; the fix run as printed, the same install succeeds."""
+    d = pathlib.Path(shared_tmpdir()) / "etc"
+    d.mkdir(mode=0o700)
+    path = d / "jobmon.toml"
+    path.write_text('[store]\nkind = "local"\n')
+    os.chmod(path, 0o600)
+    install = slurm_install if installer == "slurm" else condor_setup
+    r = install(tmp_path, venvs["good"], str(path))
+    assert r.returncode == 1 and os.listdir(tmp_path) == []
+    reason, fix = r.stderr.splitlines()
+    assert "not installed: job users cannot read" in reason and str(d) in reason
+    fix = fix.strip()
+    assert fix.startswith("fix: ")
+    subprocess.run(["sh", "-e", "-c", fix[len("fix: "):]], check=True, timeout=60)
+    r = install(tmp_path, venvs["good"], str(path))
+    assert r.returncode == 0, r.stderr
+
+
 def test_slurm_install_writes_wrappers_that_run_the_checked_interpreter(venvs, tmp_path,
                                                                         site_file):
     r = slurm_install(tmp_path, venvs["good"], site_file, "--run-dir=/run/x",

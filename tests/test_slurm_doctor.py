@@ -1,7 +1,8 @@
 """`jobmon doctor` on a real Slurm node (tests/slurm, jobmon's Prolog and Epilog
 installed as a site installs them, samplers spooling for InfluxDB), each broken set-up
 turning its check to fail: an interpreter only root can run, a site file that is not
-there, a missing spool, no syslog socket. And the samplers' warnings where syslog
+there or that job users cannot read (its printed fix applied), a missing spool, no
+syslog socket; Slurm checked because its slurmd runs here, without being named. And the samplers' warnings where syslog
 receives nothing: the run directory's warnings.log, never nowhere."""
 import json
 import os
@@ -101,3 +102,34 @@ def test_samplers_say_why_they_failed_where_syslog_receives_nothing(jobmon_slurm
         lines = [l for l in f if f"job {jid}:" in l]
     assert lines, "no warning of the job's failed sampler"
     assert site.records().get(str(jid)) is None      # and indeed no record
+
+
+def test_found_by_its_slurmd_without_being_named(jobmon_slurm):
+    """--scheduler=auto (the default): the node's running slurmd is what makes the doctor
+    check Slurm, and says so."""
+    checks, _code = doctor(jobmon_slurm)     # the helper names --scheduler=slurm ...
+    env = dict(jobmon_slurm.cluster.env(), JOBMON_CONFIG=jobmon_slurm.config)
+    r = subprocess.run([JOBMON, "doctor", "--json"], env=env, capture_output=True, text=True,
+                       timeout=180)              # ... this one does not
+    auto = {c["check"]: c for c in json.loads(r.stdout)}
+    assert auto["scheduler"]["status"] == "ok" and "slurmd" in auto["scheduler"]["message"]
+    assert auto["slurm"]["status"] == checks["slurm"][0] == "ok", auto["slurm"]
+
+
+def test_a_site_file_job_users_cannot_read_fails_and_its_fix_works(jobmon_slurm):
+    """The Prolog names a site file in a directory only root can enter: every sampler,
+    once it is the job's user, would run on the defaults. The fix, run as printed, makes
+    the check pass."""
+    d = os.path.join(jobmon_slurm.dir, "private")
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    os.chmod(d, 0o700)
+    private = os.path.join(d, "jobmon.toml")
+    shutil.copy(jobmon_slurm.config, private)
+    os.chmod(private, 0o600)
+    jobmon_slurm.install(config=private)
+    checks, code = doctor(jobmon_slurm, f"--config={private}")
+    status, message, fix = checks["site file"]
+    assert status == "fail" and code == 1 and "cannot read" in message, checks["site file"]
+    subprocess.run(["sh", "-e", "-c", fix], check=True, timeout=60)
+    checks, code = doctor(jobmon_slurm, f"--config={private}")
+    assert checks["site file"][0] == "ok" and checks["config"][0] == "ok", checks

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import REPO, fixture
+from helpers import REPO, fixture, shared_tmpdir
 from jobmon.cgroups import search as cgroup_search
 from jobmon import plugins
 from jobmon.plugins import slurm
@@ -190,9 +190,12 @@ def test_deploy_wrappers_are_what_install_writes():
 
 
 def test_install_writes_working_wrappers(tmp_path):
-    (tmp_path / "jobmon.toml").write_text("[slurm]\ninterval = 5.0\n")
+    site = os.path.join(shared_tmpdir(), "jobmon.toml")    # every job user reads it
+    with open(site, "w") as f:
+        f.write("[slurm]\ninterval = 5.0\n")
+    os.chmod(site, 0o644)
     r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "jobmon-slurm-hooks"),
-                        "install", str(tmp_path), f"--config={tmp_path / 'jobmon.toml'}"],
+                        "install", str(tmp_path), f"--config={site}"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     for kind in ("prolog", "epilog"):

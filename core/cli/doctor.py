@@ -12,7 +12,8 @@ def register(app):
                                                   help="Site file (default: $JOBMON_CONFIG "
                                                        "or /etc/jobmon/jobmon.toml)."),
         scheduler: str = typer.Option("auto", metavar="NAME", help="htcondor, slurm, none, "
-                                      "or auto: those whose tools are on this node."),
+                                      "or auto: those that run jobs on this node (their "
+                                      "daemons running)."),
         check_user: str = typer.Option("nobody", metavar="USER", help="The unprivileged "
                                        "user to run jobmon's interpreter as."),
         shipper_user: Optional[str] = typer.Option(None, metavar="USER", help="The "

@@ -20,7 +20,7 @@ def checks(node):
     out = [site_file(node)]
     if node.cfg is not None and node.cfg.uses_influxdb:
         out += [store(node), spool(node), state_dir(node), shipper(node)]
-    elif node.cfg is not None:
+    elif node.cfg is not None and out[0].status == OK:
         out.append(Check("store", OK, "the embedded store, in each job user's home: no "
                                       "server, no spool, no shipper"))
     out += [measured_by(), gpus(node)]
@@ -34,12 +34,10 @@ def site_file(node):
     except config.ConfigError as e:
         return Check("config", FAIL, str(e), "correct it (`jobmon config check` names the "
                                              "line), or point JOBMON_CONFIG at the right file")
-    if node.cfg.path is None:
-        return Check("config", OK, f"no {path}: the defaults (the embedded store)")
-    blocked = job_user_check.first_blocked(path, None, None, os.R_OK)
-    if blocked:   # every job's sampler reads it as the job's user
-        return Check("config", FAIL, f"job users cannot read {path} ({blocked}): their "
-                                     f"samplers run on the defaults", f"chmod a+r {path}")
+    problem = job_user_check.site_file_problem(path, "check the file the node's jobs "
+                                                     "read: jobmon doctor --config=FILE")
+    if problem:   # every job's sampler reads it as the job's user
+        return Check("config", FAIL, problem.reason, problem.fix)
     c = node.cfg
     what = f"store {c['store']['kind']}"
     if c.uses_influxdb:
@@ -49,16 +47,33 @@ def site_file(node):
 
 
 def shipper_uid(node):
-    """The shipper's user: as given, else the spool's owner (None if neither is known)."""
+    """The shipper's user: as given, else the owner of the state directory or the spool,
+    the one that is not root where they differ (the shipper runs as a service user: a
+    directory left to root is the one in the wrong), else None."""
     if node.shipper_user:
         try:
             return pwd.getpwnam(node.shipper_user).pw_uid
         except KeyError:
             return None
-    try:
-        return os.stat(node.cfg["spool"]["dir"]).st_uid
-    except OSError:
-        return None
+    owners = []
+    for d in (node.cfg["shipper"]["state_dir"], node.cfg["spool"]["dir"]):
+        try:
+            owners.append(os.stat(d).st_uid)
+        except OSError:
+            pass
+    return next((u for u in owners if u != 0), owners[0] if owners else None)
+
+
+def shipper_name(node):
+    """The shipper's user by name: as given or found (shipper_uid), else the service user
+    the docs install it as: HTCondor's `condor` where HTCondor runs jobs, else `jobmon`."""
+    if node.shipper_user:
+        return node.shipper_user
+    uid = shipper_uid(node)
+    if uid is not None:
+        return _name(uid)
+    from . import found
+    return "condor" if "htcondor" in found(node) else "jobmon"
 
 
 def _name(uid):
@@ -77,7 +92,8 @@ def store(node):
         secret = node.cfg.secret(key)
     except config.ConfigError as e:
         fix = NO_AUTH if c[key] and not os.path.exists(c[key]) else \
-            f"make it the shipper's, mode 0600: chown SHIPPER {c[key]}; chmod 600 {c[key]}"
+            f"make it the shipper's, mode 0600: chown {shipper_name(node)} {c[key]}; " \
+            f"chmod 600 {c[key]}"
         return Check("store", FAIL, str(e), fix)
     if c[key]:
         st = os.stat(c[key])
@@ -140,7 +156,7 @@ def _owned_dir(name, d, mode, node, missing):
     """(Check or None, stat): `d` exists, is a directory and is the shipper's; None when
     it is, else the failing Check with the command that makes it right."""
     uid = shipper_uid(node)
-    user = node.shipper_user or (_name(uid) if uid is not None else "SHIPPER")
+    user = shipper_name(node)
     try:
         group = grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
     except KeyError:

@@ -145,6 +145,49 @@ def first_blocked(path, uid, gid, need=os.R_OK | os.X_OK):
     return None
 
 
+def site_file_problem(path, elsewhere="name the file it is in"):
+    """Problem (the reason and the commands that make it right) when job users cannot
+    read the site file `path`: it is missing, or a directory on the way is closed to other
+    users, or the file is not readable by them. Every job's sampler reads it as the job's
+    user; without it jobs run on the defaults and write to their users' home stores, and
+    nothing reaches the spool. None when every user can read it. elsewhere: how to name
+    another file instead, in the fix for a missing one."""
+    import shlex
+    if not os.path.isfile(path):
+        return Problem(f"{path}: no such file (every job would run on the defaults, "
+                       "writing to its user's home store, never to the spool)",
+                       f"write the site file {path} (mode 644; `[store] kind = \"local\"` "
+                       f"for the embedded store on purpose), or {elsewhere}")
+    shut, unreadable = [], []
+    for p in _on_the_way(path):
+        st = os.stat(p)
+        if p in (os.path.abspath(path), os.path.realpath(path)) and not stat.S_ISDIR(st.st_mode):
+            if not _allowed(st, None, None, os.R_OK):
+                unreadable.append(p)
+        elif not _allowed(st, None, None, os.X_OK):
+            shut.append(p)
+    if not shut and not unreadable:
+        return None
+    fix = "; ".join(f"chmod {how} " + " ".join(shlex.quote(p) for p in paths)
+                    for how, paths in (("a+x", shut), ("a+r", unreadable)) if paths)
+    return Problem(f"job users cannot read {path} ({first_blocked(path, None, None, os.R_OK)}):"
+                   " their samplers would run on the defaults, writing to their users' home "
+                   "stores", fix)
+
+
+def _on_the_way(path):
+    """Every directory from / to `path`, and `path`, as given and with its links resolved
+    (each once, in order)."""
+    out = []
+    for p in (os.path.abspath(path), os.path.realpath(path)):
+        parts = p.split("/")[1:]
+        for i in range(len(parts)):
+            d = "/" + "/".join(parts[:i + 1])
+            if d not in out:
+                out.append(d)
+    return out
+
+
 def unreadable_below(package):
     """The first directory of the package (or above it) other users cannot enter, or
     file they cannot read, as text; None."""

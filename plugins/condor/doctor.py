@@ -1,30 +1,57 @@
 """`jobmon doctor` on an HTCondor execute node: USER_JOB_WRAPPER and the shipper's startd
 cron as HTCondor's configuration has them (`condor_config_val`), the wrapper that names
-and what it runs with (its interpreter, as an unprivileged user; its site file), where
-its warnings go, and whether HTCondor can give jobs cgroups of their own.
+and what it runs with (its interpreter, as an unprivileged user; its site file), the
+cron's user owning the spool and state, where its warnings go, and whether HTCondor can
+give jobs cgroups of their own.
 Run outside jobs."""
+import grp
 import os
+import pwd
 import shlex
+import sys
 
 from jobmon import cgroups, config
+from jobmon.job import job_user_check
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
 KNOBS = ("USER_JOB_WRAPPER", "STARTER_JOB_ENVIRONMENT", "STARTD_CRON_JOBLIST",
-         "STARTD_CRON_JOBMON_EXECUTABLE", "STARTD_CRON_JOBMON_ARGS", "STARTD_CRON_JOBMON_ENV")
-SETUP = ("/opt/jobmon/bin/jobmon-condor-setup (docs/htcondor.md), then condor_reconfig")
+         "STARTD_CRON_JOBMON_EXECUTABLE", "STARTD_CRON_JOBMON_ARGS", "STARTD_CRON_JOBMON_ENV",
+         "CONDOR_IDS")
+# this jobmon's own installer, beside the interpreter running the doctor
+SETUP = (os.path.join(os.path.dirname(sys.executable), "jobmon-condor-setup") +
+         " (docs/htcondor.md), then condor_reconfig")
 
 
 def knobs(node):
-    """{knob: value, or None where it is not defined} from condor_config_val."""
+    """{knob: value, or None where it is not defined} from condor_config_val; raises
+    RuntimeError where there is no HTCondor configuration to ask (no condor_config_val,
+    or it finds no configuration): nothing is then known about any knob."""
+    tool = node.tool("condor_config_val")
+    if not tool:
+        raise RuntimeError("HTCondor's condor_config_val is not on PATH")
     out = {}
     for k in KNOBS:
-        code, value, _err = node.run([node.tool("condor_config_val") or "condor_config_val", k])
-        out[k] = value.strip() if code == 0 else None
+        code, value, err = node.run([tool, k])
+        if code == 0:
+            out[k] = value.strip()
+        elif f"Not defined: {k}" in err:    # what condor_config_val says of an unset knob
+            out[k] = None
+        else:
+            lines = (err or value).strip().splitlines()
+            raise RuntimeError(f"`condor_config_val {k}` failed: "
+                               f"{lines[-1] if lines else f'exit status {code}'}")
     return out
 
 
 def checks(node):
-    return evaluate(knobs(node), node)
+    try:
+        k = knobs(node)
+    except RuntimeError as e:
+        return [Check("htcondor", FAIL, f"{e}: no HTCondor configuration to check here",
+                      "run the doctor where HTCondor runs jobs, with its tools on PATH and "
+                      "CONDOR_CONFIG as its daemons have it (--scheduler=auto checks the "
+                      "schedulers that run jobs here)")]
+    return evaluate(k, node)
 
 
 def read_wrapper(path):
@@ -77,15 +104,16 @@ def evaluate(k, node):
                            path=w["path"]))
     out.append(shipper_cron(k, node))
     where = node.cfg["condor"]["warnings"] if node.cfg is not None else "syslog"
-    out.append(warnings_to("warnings", where, node))
+    out.append(warnings_to("warnings", where, node, section="condor"))
     out.append(job_cgroups())
     return out
 
 
 def _site_file(name, site, node, who):
-    if site != config.DEFAULT_PATH and not os.path.isfile(site):
-        return Check(name, FAIL, f"{who} reads {site}, which does not exist: every job is "
-                                 "monitored on the defaults", SETUP + " with --config=FILE")
+    problem = job_user_check.site_file_problem(site, f"rerun {SETUP.split()[0]} "
+                                                     "--config=THE_SITE_FILE")
+    if problem:
+        return Check(name, FAIL, f"{who} reads {problem.reason}", problem.fix)
     if os.path.realpath(site) != os.path.realpath(node.config_path):
         return Check(name, WARN, f"{who} reads {site}, this doctor {node.config_path}",
                      f"jobmon doctor --config={site}")
@@ -111,8 +139,47 @@ def shipper_cron(k, node):
                                            f"the shipper reads {config.DEFAULT_PATH}, not "
                                            f"{node.config_path}: it ships nothing",
                      f'STARTD_CRON_JOBMON_ENV = "JOBMON_CONFIG={node.config_path}"')
-    return _site_file("shipper cron", site or config.DEFAULT_PATH, node,
-                      f"the shipper cron ({exe} {k.get('STARTD_CRON_JOBMON_ARGS') or ''})")
+    return cron_owns(k, node) or _site_file(
+        "shipper cron", site or config.DEFAULT_PATH, node,
+        f"the shipper cron ({exe} {k.get('STARTD_CRON_JOBMON_ARGS') or ''})")
+
+
+def cron_user(k):
+    """(uid, user, group) HTCondor runs its startd cron jobs as: CONDOR_IDS, else the
+    `condor` user; None when neither is known."""
+    ids = (k.get("CONDOR_IDS") or "").strip()
+    try:
+        if ids:
+            uid, gid = (int(x) for x in ids.split("."))
+        else:
+            p = pwd.getpwnam("condor")
+            uid, gid = p.pw_uid, p.pw_gid
+        return uid, pwd.getpwuid(uid).pw_name, grp.getgrgid(gid).gr_name
+    except (ValueError, KeyError):
+        return None
+
+
+def cron_owns(k, node):
+    """Check, or None: the spool and state directories that are there belong to the
+    cron's user (it lists the spool and keeps its state; a directory left to root is
+    closed to it, whoever the site checks take for the shipper)."""
+    who = cron_user(k)
+    if who is None or node.cfg is None:
+        return None
+    uid, user, group = who
+    wrong = []
+    for d in (node.cfg["spool"]["dir"], node.cfg["shipper"]["state_dir"]):
+        try:
+            if os.stat(d).st_uid != uid:
+                wrong.append(d)
+        except OSError:      # missing: the spool and state checks say so
+            pass
+    if not wrong:
+        return None
+    return Check("shipper cron", FAIL, f"the shipper cron runs as {user}, and "
+                                       f"{' and '.join(wrong)} are not {user}'s: it cannot "
+                                       "ship the spool or keep its state",
+                 f"chown {user}:{group} {' '.join(wrong)}")
 
 
 def job_cgroups(mountinfo=None):

@@ -4,8 +4,9 @@ Writes the wrapper the starter runs (USER_JOB_WRAPPER) and the two configuration
 snippets for /etc/condor/config.d, once it has checked they can work: the starter runs
 the wrapper as the job's user, so its interpreter must start and import jobmon as an
 unprivileged user (an interpreter under a private directory holds every job: the starter
-cannot execute the wrapper), and the site configuration it names must exist. Refused
-otherwise, with the reason and the fix.
+cannot execute the wrapper), and the site file it names must exist and be readable by
+every user (without it every job writes to its user's home store, and nothing to the
+spool). Refused otherwise, with the reason and the fix.
 
 The wrapper is a small script of its own rather than pip's console script: `python -IS`
 skips the scan of site-packages and the user's site (a few to tens of ms at every job's
@@ -120,20 +121,14 @@ def main(argv=None):
 def wrapper_text(python, target, site_file, user):
     """The wrapper script, once `python` is known to import jobmon as `user` the way the
     script will; raises job_user_check.Problem."""
-    if site_file != config.DEFAULT_PATH and not os.path.isfile(site_file):
-        raise job_user_check.Problem(f"--config={site_file}: no such file",
-                                     "write the site configuration first, or name the file "
-                                     "it is in")
+    problem = job_user_check.site_file_problem(site_file)  # read as the job's user
+    if problem:
+        raise problem
     try:
         config.load(site_file)
     except config.ConfigError as e:
         raise job_user_check.Problem(str(e), "correct the site configuration "
                                              "(`jobmon config check`)")
-    blocked = job_user_check.first_blocked(site_file, None, None, os.R_OK)
-    if blocked and os.path.exists(site_file):   # the wrapper reads it as the job's user
-        raise job_user_check.Problem(f"job users cannot read {site_file} ({blocked})",
-                                     f"chmod a+r {site_file}, and a+x on the directories "
-                                     "above it")
     said = job_user_check.check(python, "condor", flags=("-I", "-S"), site=True, user=user)
     package = said.split(" ", 1)[1]
     if os.path.basename(package) == "jobmon":    # a regular install: -IS and its path

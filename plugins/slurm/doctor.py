@@ -5,20 +5,54 @@ warnings go, and whether Slurm makes the job cgroups the samplers look for.
 Run outside jobs."""
 import glob
 import os
+import sys
 
 from jobmon.cgroups import search as cgroup_search
 from jobmon import config
+from jobmon.job import job_user_check
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
 from . import hooks, install
 
-INSTALL = ("jobmon-slurm-hooks install /etc/slurm, then Prolog=/etc/slurm/jobmon-prolog and "
+# this jobmon's own installer, beside the interpreter running the doctor
+HOOKS_INSTALL = os.path.join(os.path.dirname(sys.executable), "jobmon-slurm-hooks") + " install"
+INSTALL = (f"{HOOKS_INSTALL} /etc/slurm, then Prolog=/etc/slurm/jobmon-prolog and "
            "Epilog=/etc/slurm/jobmon-epilog in slurm.conf; scontrol reconfigure")
 
 
+def slurmd_conf(proc="/proc"):
+    """The slurm.conf a running slurmd reads (its -f, or its SLURM_CONF), or None."""
+    for pid in os.listdir(proc):
+        try:
+            with open(os.path.join(proc, pid, "comm")) as f:
+                if f.read().strip() != "slurmd":
+                    continue
+            with open(os.path.join(proc, pid, "cmdline"), "rb") as f:
+                args = f.read().decode(errors="replace").split("\0")
+            with open(os.path.join(proc, pid, "environ"), "rb") as f:
+                env = dict(v.partition("=")[::2] for v in
+                           f.read().decode(errors="replace").split("\0") if "=" in v)
+        except OSError:     # not a process, or gone meanwhile
+            continue
+        for i, a in enumerate(args):
+            if a == "-f" and i + 1 < len(args):
+                return args[i + 1]
+            if a.startswith("-f") and len(a) > 2:
+                return a[2:]
+        if env.get("SLURM_CONF"):
+            return env["SLURM_CONF"]
+    return None
+
+
 def show_config(node):
-    """{key: value} of `scontrol show config`; raises RuntimeError."""
-    code, out, err = node.run([node.tool("scontrol") or "scontrol", "show", "config"])
+    """{key: value} of `scontrol show config` (with the slurm.conf the node's slurmd
+    reads, where this environment names none); raises RuntimeError."""
+    env = None
+    if not node.env.get("SLURM_CONF"):
+        conf = slurmd_conf()
+        if conf:
+            env = dict(node.env, SLURM_CONF=conf)
+    code, out, err = node.run([node.tool("scontrol") or "scontrol", "show", "config"], env=env)
     if code != 0:
         lines = (err or out).strip().splitlines()
         raise RuntimeError(lines[-1] if lines else f"exit status {code}")
@@ -63,11 +97,8 @@ def checks(node):
     try:
         conf = show_config(node)
     except RuntimeError as e:
-        if node.auto and "configuration source" in str(e):
-            return []      # Slurm's client tools, and no Slurm here
         return [Check("slurm", FAIL, f"`scontrol show config` failed: {e}",
-                      "is slurmctld up and SLURM_CONF right? (--scheduler=none on a node "
-                      "without Slurm)")]
+                      "is slurmctld up, and SLURM_CONF the slurm.conf slurmd reads?")]
     out = []
     prolog, wrapper = jobmon_wrapper(conf.get("Prolog"))
     epilog, _ = jobmon_wrapper(conf.get("Epilog"))
@@ -93,13 +124,13 @@ def checks(node):
 
 def wrapper_checks(node, wrapper):
     out = []
-    site = wrapper.get("JOBMON_CONFIG", "")
-    if site and site != config.DEFAULT_PATH and not os.path.isfile(site):
-        out.append(Check("site file", FAIL, f"the Prolog names JOBMON_CONFIG={site}, which "
-                                            "does not exist: every sampler runs on the "
-                                            "defaults, with a warning per job",
-                         f"jobmon-slurm-hooks install DIR --config=THE_SITE_FILE"))
-    elif site and os.path.realpath(site) != os.path.realpath(node.config_path):
+    site = wrapper.get("JOBMON_CONFIG", "") or config.DEFAULT_PATH
+    problem = job_user_check.site_file_problem(site, f"rerun {HOOKS_INSTALL} DIR "
+                                                     "--config=THE_SITE_FILE")
+    if problem:
+        out.append(Check("site file", FAIL, f"the Prolog names JOBMON_CONFIG={problem.reason}",
+                         problem.fix))
+    elif os.path.realpath(site) != os.path.realpath(node.config_path):
         out.append(Check("site file", WARN, f"the samplers read {site}, this doctor "
                                             f"{node.config_path}", f"jobmon doctor --config={site}"))
     else:

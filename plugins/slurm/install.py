@@ -1,7 +1,8 @@
 """`jobmon-slurm-hooks install DIR`: the sh wrappers slurm.conf's Prolog= and Epilog= name,
 written once jobmon has checked they can work: the interpreter they run must start and
 import jobmon as an unprivileged user (the sampler drops to the job's user), and the
-site configuration they name must exist. Refused otherwise, with the reason and the fix:
+site file they name must exist and be readable by every user (the samplers read it as
+the job's user; without it they write to the users' home stores, not to the spool). Refused otherwise, with the reason and the fix:
 a Prolog that cannot work loses every job's record without a word.
 
 Run outside jobs (an admin's command); hooks.py is what slurmd runs.
@@ -106,11 +107,14 @@ def main(argv=None):
 
 def problems(python, config_path, user):
     """Raise job_user_check.Problem for what would keep the wrappers from working."""
-    if config_path != config.DEFAULT_PATH and not os.path.isfile(config_path):
-        raise job_user_check.Problem(
-            f"--config={config_path}: no such file (every sampler would run on defaults, "
-            f"with a warning for every job)", "write the site configuration first, or name "
-            f"the file it is in")
+    problem = job_user_check.site_file_problem(config_path)  # read as the job's user
+    if problem:
+        raise problem
+    try:
+        config.load(config_path)
+    except config.ConfigError as e:
+        raise job_user_check.Problem(str(e), "correct the site configuration "
+                                             "(`jobmon config check`)")
     # the sampler's own start: -I -S, then site-packages, as the job's user
     job_user_check.check(python, "slurm", flags=("-I", "-S"), site=True, user=user)
 
