@@ -199,12 +199,3 @@ def test_live_lookup(finished, mode):
 def test_source_from_config(finished):
     c, _ids = finished
     assert isinstance(sacct.source(env=c.env()), sacct.SacctSource)
-
-
-def test_pyslurm_backend_where_installed():
-    pyslurm = pytest.importorskip("pyslurm", reason="pyslurm is not installed (PyPI has no "
-                                  "build for Slurm 22.05, the Slurm here)")
-    src = sacct_pyslurm.source()
-    if src is None:
-        pytest.skip(f"pyslurm {pyslurm.__version__} does not match the running Slurm")
-    assert src.lookup("1") is not None
