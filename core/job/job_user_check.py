@@ -175,6 +175,19 @@ def site_file_problem(path, elsewhere="name the file it is in"):
                    "stores", fix)
 
 
+def check_site_file(path):
+    """Raise Problem where job users cannot read the site file `path` or it is no valid
+    configuration: what both installers check first."""
+    problem = site_file_problem(path)
+    if problem:
+        raise problem
+    from .. import config
+    try:
+        config.load(path)
+    except config.ConfigError as e:
+        raise Problem(str(e), "correct the site configuration (`jobmon config check`)")
+
+
 def _on_the_way(path):
     """Every directory from / to `path`, and `path`, as given and with its links resolved
     (each once, in order)."""

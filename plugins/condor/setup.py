@@ -121,14 +121,7 @@ def main(argv=None):
 def wrapper_text(python, target, site_file, user):
     """The wrapper script, once `python` is known to import jobmon as `user` the way the
     script will; raises job_user_check.Problem."""
-    problem = job_user_check.site_file_problem(site_file)  # read as the job's user
-    if problem:
-        raise problem
-    try:
-        config.load(site_file)
-    except config.ConfigError as e:
-        raise job_user_check.Problem(str(e), "correct the site configuration "
-                                             "(`jobmon config check`)")
+    job_user_check.check_site_file(site_file)
     said = job_user_check.check(python, "condor", flags=("-I", "-S"), site=True, user=user)
     package = said.split(" ", 1)[1]
     if os.path.basename(package) == "jobmon":    # a regular install: -IS and its path

@@ -107,14 +107,7 @@ def main(argv=None):
 
 def problems(python, config_path, user):
     """Raise job_user_check.Problem for what would keep the wrappers from working."""
-    problem = job_user_check.site_file_problem(config_path)  # read as the job's user
-    if problem:
-        raise problem
-    try:
-        config.load(config_path)
-    except config.ConfigError as e:
-        raise job_user_check.Problem(str(e), "correct the site configuration "
-                                             "(`jobmon config check`)")
+    job_user_check.check_site_file(config_path)
     # the sampler's own start: -I -S, then site-packages, as the job's user
     job_user_check.check(python, "slurm", flags=("-I", "-S"), site=True, user=user)
 
