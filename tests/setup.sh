@@ -30,7 +30,8 @@ PY=/usr/bin/python3
 .venv/bin/pip install -q --disable-pip-version-check 'pip>=25.1'
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
 # the oldest Python jobmon supports (requires-python), where this machine has one: jobmon
-# installed for it too, as a site would, for tests/test_oldest_python.py
+# and its dependencies installed for it too (editable: it runs this tree), for
+# tests/test_oldest_python.py
 oldest=$(.venv/bin/python tests/oldest_python.py)
 if [ -n "$oldest" ]; then
     [ -x .venv-oldest/bin/python ] || "$oldest" -m venv .venv-oldest
