@@ -82,6 +82,21 @@ def jobmon(*args, **kw):
     return subprocess.run([JOBMON] + list(args), **kw)
 
 
+def job_cgroup_method():
+    """The method `jobmon run` as root measures a new job by on this host (`--cgroup=auto`,
+    no preferred version): `cgroup-v2` where a v2 cgroup with memory can be made, else
+    `cgroup-v1`, else `procfs`. Found by making that cgroup the way jobmon does, and removing
+    it: a test expects the version the host has, never assumes one."""
+    from jobmon import cgroups
+    cg = cgroups.create(f"jobmon-pytest-which-{os.getpid()}")
+    if cg is None:
+        return "procfs"
+    try:
+        return f"cgroup-v{cg.version}"
+    finally:
+        cg.remove()
+
+
 def load_json(path):
     with open(path) as f:
         return json.load(f)

@@ -29,6 +29,14 @@ PY=/usr/bin/python3
 # pip >= 25.1 writes console scripts that do not import re: ~10 ms less CPU per job
 .venv/bin/pip install -q --disable-pip-version-check 'pip>=25.1'
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]'
+# the oldest Python jobmon supports (requires-python), where this machine has one: jobmon
+# and its dependencies installed for it too (editable: it runs this tree), for
+# tests/test_oldest_python.py
+oldest=$(.venv/bin/python tests/oldest_python.py)
+if [ -n "$oldest" ]; then
+    [ -x .venv-oldest/bin/python ] || "$oldest" -m venv .venv-oldest
+    .venv-oldest/bin/pip install -q --disable-pip-version-check -e .
+fi
 # an unprivileged user for the procfs-mode and multi-user tests
 id jobmon-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobmon-test
 id jobmon-test2 >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jobmon-test2

@@ -209,9 +209,10 @@ def test_an_idle_job_is_warned_then_held_through_the_schedd(pool, monkeypatch):
     assert re.fullmatch(r"jobmon: idle allocation: its cores at ~0 CPU for 0:0\d:\d\d, still "
                         r"0:00:0\d after the warning; site policy: hold after 0:00:01 idle and "
                         r"a grace of 0:00:01", reason), reason
-    held = schedd.ads[0]
-    assert held.eval("JobStatus") == 5 and held.eval("HoldReason") == reason
-    assert decisions(act(pool, schedd))["5.0"] == "gone"      # held: not running
+    # jobmon's next pass reads the hold back from the schedd: this job, not running
+    [after] = [d for d in act(pool, schedd).decisions if d.job == "5.0"]
+    assert (after.kind, after.why) == ("gone", "the scheduler says it does not run"), after
+    assert after.live.act_id == JOBS["5.0"] and after.live.user == TEST_USER
     assert len(schedd.acts()) == 1
     rows = recorded(pool, "5.0")
     live = [(a["action"], a["outcome"]) for a in rows if not a["dry_run"]]

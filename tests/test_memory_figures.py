@@ -10,7 +10,8 @@ import os
 import pytest
 
 from chromium import CHROMIUM, Chromium
-from helpers import IS_ROOT, jobmon, jobmon_run, needs_test_user, py, shared_tmpdir, TEST_USER
+from helpers import (IS_ROOT, jobmon, jobmon_run, job_cgroup_method, needs_test_user, py,
+                     shared_tmpdir, TEST_USER)
 from jobmon.summary import efficiency
 from jobmon.report import job_efficiency
 
@@ -73,7 +74,7 @@ def test_cgroup_job_figures_and_the_resident_peak_above_the_kernel_peak(tmp_path
     r = jobmon_run(["--job-id=sleeper", "--interval=0.5"], py(SLEEPER), store=store)
     assert r.returncode == 0, r.stderr
     doc, rows, by, text, page = reports("sleeper", store, tmp_path)
-    assert doc["summary"]["method"] == "cgroup-v1"
+    assert doc["summary"]["method"] == job_cgroup_method() != "procfs"
     assert list(rows) == ["resident peak", "resident, sampled", "charged peak, sampled",
                           "kernel peak (cgroup)"]
     check_includes(rows)

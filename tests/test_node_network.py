@@ -10,7 +10,8 @@ import threading
 
 import pytest
 
-from helpers import JOBMON, TEST_USER, as_user, fixture, needs_root, needs_test_user
+from helpers import (JOBMON, TEST_USER, as_user, fixture, job_cgroup_method, needs_root,
+                     needs_test_user)
 from node_site import (CLIENT, HEADER, SERVER, NodeReader, Server, received_as, run_job,
                        sent_as)
 
@@ -37,7 +38,7 @@ def test_a_job_talking_to_a_local_server(reader, tmp_path):
                             ["python3", "-c", CLIENT, str(server.port), "3000000"])
     server.join(10)
     sent, received = map(int, r.stdout.split())
-    assert s["method"] == "cgroup-v1" and s["net_source"] == "bpf"
+    assert s["method"] == job_cgroup_method() != "procfs" and s["net_source"] == "bpf"
     assert sent >= 3_000_000 and received == 123_457 and server.stats[1] == 3_000_000
     assert sent_as(s["net_tx_bytes"], s["net_tx_packets"], sent), (s, sent)
     assert received_as(s["net_rx_bytes"], s["net_rx_packets"], received, server.stats[0])

@@ -86,7 +86,7 @@ def test_job_sampled_from_its_cgroup_and_tagged(jobmon_slurm):
     slurm.wait_done(jid)
     [rec] = site.wait_record(jid)
     s, tags = rec.summary, rec.job_tags
-    assert s["method"] == "cgroup-v1"
+    assert s["method"] == f"cgroup-{slurm.spec.cgroup}"    # the cgroups Slurm made the job
     check_measured(rec)
     check_cpu(rec, truth(slurm, jid)["cpu"])
     assert 100 * MiB <= s["mem_peak_bytes"] < 200 * MiB

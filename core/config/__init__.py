@@ -307,7 +307,7 @@ def _toml():
     """tomllib, imported only for a file toml_subset does not read: it costs more CPU than
     all the rest of a job wrapper's start-up."""
     try:
-        import tomllib
+        import tomllib  # novm: before 3.11 the except below takes tomli
     except ImportError:  # Python < 3.11
         import tomli as tomllib
     return tomllib

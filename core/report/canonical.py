@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import signal as _signal
 from dataclasses import dataclass
+from typing import Optional, Union
 
 # the unit arithmetic is the summary's too (written inside the job at its end)
 from ..summary.efficiency import (  # noqa: F401,E402
@@ -29,8 +30,8 @@ class Resources:
     """Cores, memory in bytes and GPUs: what a pilot or a job was given, or used.
     memory_bytes None: not known (it then limits nothing); gpus None: not known."""
     cores: float = 0.0
-    memory_bytes: float | None = None
-    gpus: float | None = 0.0
+    memory_bytes: Optional[float] = None
+    gpus: Optional[float] = 0.0
 
     def __post_init__(self):
         for name in ("cores", "memory_bytes", "gpus"):
@@ -53,9 +54,9 @@ class JobCanonical:
     idle_core_hours: float
     idle_canonical_core_hours: float
     idle_limited_by: str
-    provisioned_gpu_hours: float | None
-    used_gpu_hours: float | None
-    idle_gpu_hours: float | None
+    provisioned_gpu_hours: Optional[float]
+    used_gpu_hours: Optional[float]
+    idle_gpu_hours: Optional[float]
 
 
 def job_canonical(provisioned, used, wall_seconds, memory_per_unit=CANONICAL_MEMORY_BYTES):
@@ -130,15 +131,15 @@ class RunEnd:
     hold_code/hold_subcode: HoldReasonCode/SubCode; vacate_code: VacateReasonCode; reason:
     the hold, remove or vacate reason text. run: this run (1 = first); job_starts:
     NumJobStarts, the runs the job had when the scheduler recorded it."""
-    exit_code: int | None = None
-    signal: int | None = None
-    state: str | int | None = None
-    hold_code: int | None = None
-    hold_subcode: int | None = None
-    vacate_code: int | None = None
-    reason: str | None = None
-    run: int | None = None
-    job_starts: int | None = None
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    state: Union[str, int, None] = None
+    hold_code: Optional[int] = None
+    hold_subcode: Optional[int] = None
+    vacate_code: Optional[int] = None
+    reason: Optional[str] = None
+    run: Optional[int] = None
+    job_starts: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ Read side, standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from .canonical import (CANONICAL_MEMORY_BYTES, GOODPUT as GOODPUT_RUN,
                         PREEMPTION as PREEMPTED, SITE, USER, Classification, Resources,
@@ -49,7 +50,7 @@ class Pilot:
     start: float
     end: float
     resources: Resources
-    validated_at: float | None
+    validated_at: Optional[float]
 
     def __post_init__(self):
         if not self.end >= self.start:
@@ -63,7 +64,7 @@ class Payload:
     (cores, memory bytes, GPUs: CpusProvisioned, MemoryProvisioned, GPUsProvisioned);
     ended: canonical.classify() of the run; name: for people (job id and run)."""
     start: float
-    end: float | None
+    end: Optional[float]
     resources: Resources
     ended: Classification
     name: str = ""
@@ -103,7 +104,7 @@ class PilotAccount:
     user_badput: Hours = field(default_factory=Hours)
     payloads: list = field(default_factory=list)
     payload_categories: list = field(default_factory=list)
-    validated_at: float | None = None
+    validated_at: Optional[float] = None
 
     def accounted(self):
         out = Hours()
