@@ -21,16 +21,19 @@ when = units.when
 
 
 def show(rep, console=None):
+    from . import verdict_text
     console = console or Console()
     h = rep["header"]
-    run = f" run {esc(h['run'])}" if h.get("run") and len(rep["runs"]) > 1 else ""
-    console.print(f"[bold]job {esc(h['job'])}[/bold]{run} on {esc(h['host'])} "
-                  f"as {esc(h['user'])} — {esc(h['status'])} — measured by {esc(h['method'])}")
-    console.print(f"started {when(h['start_time'])}, ended {when(h['end_time'])}"
-                  + (f"; command: {esc(' '.join(map(str, h['command'])))}"
-                     if h.get("command") else ""))
-    if h["tags"]:
-        console.print("tags: " + ", ".join(f"{esc(k)}={esc(v)}" for k, v in h["tags"].items()))
+    verdict_text.show(rep, console)     # the verdict first; the job's id in full there
+    run = f"run {esc(h['run'])}" if h.get("run") and len(rep["runs"]) > 1 else "ran"
+    console.print()
+    console.print(f"{run} on {esc(h['host'])} as {esc(h['user'])} — {esc(h['status'])} — "
+                  f"measured by {esc(h['method'])}")
+    console.print(f"started {when(h['start_time'])}, ended {when(h['end_time'])}")
+    _hanging(console, [
+        ("command:", esc(' '.join(map(str, h['command']))) if h.get("command") else None),
+        ("tags:", ", ".join(f"{esc(k)}={esc(v)}" for k, v in h["tags"].items())
+         if h["tags"] else None)])
     show_ownership(rep, console)
     _pairs(console, "efficiency", rep.get("efficiency") or ())
     show_memory(rep.get("memory") or (), console)
@@ -41,8 +44,8 @@ def show(rep, console=None):
     show_node(rep.get("node") or (), console)
     if rep.get("advice"):
         console.print("[bold]advice[/bold]")
-        for a in rep["advice"]:
-            console.print(f"  - {esc(a['text'])}  [dim]({a['rule']})[/dim]")
+        _hanging(console, [("  -", f"{esc(a['text'])}  [dim]({a['rule']})[/dim]")
+                           for a in rep["advice"]])
     show_actions(rep.get("actions") or (), console)
     if rep.get("scheduler"):
         show_scheduler(rep["scheduler"], console)
@@ -82,6 +85,18 @@ def show(rep, console=None):
                                                    "read_bytes", "write_bytes")),
                        esc(x.get("procs", "-")))
         console.print(st)
+
+
+def _hanging(console, rows):
+    """(label, text) lines whose text, wrapped, goes on under itself, not at column 0;
+    rows without text are left out."""
+    t = Table.grid(padding=(0, 1))
+    t.add_column(no_wrap=True)
+    t.add_column(overflow="fold")
+    for label, text in rows:
+        if text:
+            t.add_row(label, text)
+    console.print(t)
 
 
 def compact_table(title):

@@ -10,7 +10,7 @@ from ..metrics import STALL_COUNTERS
 from ..summary.oom import story
 from ..config.report import defaults
 from ..summary.efficiency import BASIS_TEXT, RESIDENT
-from . import canonical, node_figures, nodes
+from . import canonical, node_figures, nodes, verdict
 from .job_efficiency import efficiency_of
 from .scheduler import ending
 
@@ -67,7 +67,7 @@ def run_over(run, runs=(), samples_by_record=(), end=None, now=None):
 
 def status_text(s, state):
     if state == "running":
-        return "running or ended without a summary"
+        return "running: figures up to its latest sample"
     if s.get("signal"):
         text = f"killed by signal {s['signal']}"
     elif s.get("exit_code") is not None:
@@ -203,13 +203,15 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         "start_time": run.start_time, "end_time": s.get("end_time"),
         "command": first.get("command"), "tags": _tags(run.records),
     }
-    return {"header": header, "totals": [t for t in totals if t[1] is not None],
+    advice = advise(dict(s, scheduler=first.get("scheduler"), **eff),
+                    cfg or DEFAULT_CFG) if state != "running" else []
+    return {"header": header, "verdict": verdict.build(s, eff, advice, header, state),
+            "totals": [t for t in totals if t[1] is not None],
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
             "memory": memory_rows(s, samples, eff, scheduler, many),
             "oom": story(s),
             "node": node_figures.rows(s),
-            "advice": advise(dict(s, scheduler=first.get("scheduler"), **eff),
-                             cfg or DEFAULT_CFG) if state != "running" else [],
+            "advice": advice,
             "scheduler": scheduler,
             "summary": s if many or state != "ended" else first.get("summary"),
             "hosts": nodes.rows([x[0] for x in per_host], labels) if many else [],

@@ -109,7 +109,7 @@ def cpu_underused(s, cfg):
         if waited and waited >= 0.05 else ""
     return (f"used {fixed(used, '.1f')} of the {cores:g} cores it was given "
             f"({fixed(eff, '.0f')} %){wait}: "
-            f"ask for {ask} core{'s' if ask > 1 else ''}")
+            f"ask for {ask} core{'s' if ask > 1 else ''}"), {"cores": ask}
 
 
 def cpu_oversubscribed(s, cfg):
@@ -117,7 +117,8 @@ def cpu_oversubscribed(s, cfg):
     cores, used = s.get("cores_allocated"), _cores_used(s)
     if cores and used is not None and used > cores * 1.1:
         return (f"kept {fixed(used, '.1f')} cores busy on {cores:g} allocated: ask for "
-                f"{math.ceil(used)} or cap its threads (OMP_NUM_THREADS and the like)")
+                f"{math.ceil(used)} or cap its threads (OMP_NUM_THREADS and the like)"), \
+            {"cores": math.ceil(used)}
     return None
 
 
@@ -135,7 +136,8 @@ def memory_overrequested(s, cfg):
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
     if mem - ask < cfg["mem_min_waste_bytes"]:
         return None
-    return f"{name} {size(peak)} of {size(mem, True)} memory: ask for {size(ask, True)}"
+    return (f"{name} {size(peak)} of {size(mem, True)} memory: ask for {size(ask, True)}",
+            {"memory_bytes": int(ask)})
 
 
 def memory_near_limit(s, cfg):
@@ -145,7 +147,8 @@ def memory_near_limit(s, cfg):
         return None
     ask = math.ceil(peak * (1 + cfg["mem_headroom_percent"] / 100) / (GIB / 2)) * (GIB / 2)
     return (f"{name} {size(peak)} is {fixed(100 * peak / mem, '.0f')} % of its "
-            f"{size(mem, True)}: ask for {size(ask, True)} so it is not killed for memory")
+            f"{size(mem, True)}: ask for {size(ask, True)} so it is not killed for memory"), \
+        {"memory_bytes": int(ask)}
 
 
 def oom_killed(s, cfg):
@@ -227,7 +230,7 @@ def gpu_idle(s, cfg):
         return None
     return (f"{gpus} GPU{'s' if gpus > 1 else ''} allocated, {fixed(util, '.0f')} % busy on "
             "average: "
-            "ask for none, or fewer")
+            "ask for none, or fewer"), {"gpus": 0}
 
 
 def one_node_busy(s, cfg):
@@ -287,17 +290,25 @@ RULES = (oom_killed, cpu_contended, cpu_underused, cpu_oversubscribed, memory_ov
 
 
 def advise(summary, cfg):
-    """[{"rule": name, "text": line}] for the rules that have something to say, in RULES
-    order; rules named in cfg["disabled"] are left out."""
+    """[{"rule": name, "text": line, "ask": what}] for the rules that have something to
+    say, in RULES order; rules named in cfg["disabled"] are left out. A rule that suggests a
+    request returns (line, what): {"cores": N}, {"memory_bytes": B} or {"gpus": N}, which
+    reports write in the job's own submit syntax (jobmon.report.verdict); else ask is
+    None."""
     off = {x.strip() for x in (cfg.get("disabled") or "").split(",") if x.strip()}
     out = []
     for rule in RULES:
         if rule.__name__ in off:
             continue
-        text = rule(summary, cfg)
+        text, ask = _split(rule(summary, cfg))
         if text:
-            out.append({"rule": rule.__name__, "text": text})
+            out.append({"rule": rule.__name__, "text": text, "ask": ask})
     return out
+
+
+def _split(said):
+    """(line, what to ask for) of a rule's answer: a line, or (line, what)."""
+    return said if isinstance(said, tuple) else (said, None)
 
 
 def summary_text(summary, cfg):

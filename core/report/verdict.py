@@ -1,0 +1,88 @@
+"""The verdict a job's report opens with: the cores it used of those it was given, its
+memory peak of what it was given, how it ended and why, and the most useful advice written
+in the job's own submit syntax (HTCondor's submit file, Slurm's #SBATCH, `jobmon run`'s
+tags). A model, no rendering: it only picks from and rewrites the report's figures and the
+advice jobmon.summary.advice gave. Read side, standard library only."""
+from ..summary.efficiency import BASIS_TEXT
+
+GIB, MIB = 1 << 30, 1 << 20
+# which advice the verdict names: what keeps the next run from failing first, then the
+# largest waste, then the rest; a rule not named here comes after these, in its order
+FIRST = ("oom_killed", "memory_near_limit", "memory_thrashing", "cpu_oversubscribed",
+         "gpu_idle", "cpu_underused", "memory_overrequested", "one_node_busy",
+         "killed_at_end", "io_bound", "stalled", "memory_leak", "cpu_contended",
+         "no_allocation", "short_job")
+
+
+def _memory(nbytes, unit):
+    """nbytes in whole GiB where it is a whole number of them, else whole MiB (rounded up):
+    (number, "G" or "M" in the style of `unit`)."""
+    if nbytes % GIB == 0:
+        return f"{nbytes // GIB}{unit[0]}"
+    return f"{-(-nbytes // MIB)}{unit[1]}"
+
+
+# how each scheduler's job asks for a resource: cores, memory (bytes), GPUs
+SYNTAX = {
+    "htcondor": {"cores": lambda n: f"request_cpus = {n}",
+                 "memory_bytes": lambda b: "request_memory = " + _memory(b, (" GB", " MB")),
+                 "gpus": lambda n: f"request_gpus = {n}"},
+    "slurm": {"cores": lambda n: f"#SBATCH --cpus-per-task={n}",
+              "memory_bytes": lambda b: "#SBATCH --mem=" + _memory(b, ("G", "M")),
+              "gpus": lambda n: f"#SBATCH --gpus={n}" if n else
+              "no #SBATCH --gpus or --gres=gpu"},
+    "local": {"cores": lambda n: f"--tag request_cpus={n}",
+              "memory_bytes": lambda b: "--tag request_memory=" + _memory(b, ("GiB", "MiB")),
+              "gpus": lambda n: f"--tag request_gpus={n}"},
+}
+
+
+def submit_syntax(scheduler, ask):
+    """What `ask` ({"cores": N}, {"memory_bytes": B}, {"gpus": N}) reads as in the job's
+    own submit syntax: HTCondor's submit file, Slurm's #SBATCH line, else `jobmon run`'s
+    tags; one statement a resource."""
+    how = SYNTAX.get(scheduler if scheduler in SYNTAX else "local")
+    return [how[k](int(v)) for k, v in (ask or {}).items() if k in how and v is not None]
+
+
+def pick(advice):
+    """The most useful piece of advice (FIRST), or None."""
+    if not advice:
+        return None
+    order = {rule: i for i, rule in enumerate(FIRST)}
+    return min(advice, key=lambda a: (order.get(a["rule"], len(FIRST)), advice.index(a)))
+
+
+def build(s, eff, advice, header, state):
+    """{"outcome": {"state", "text"}, "cores": {"used", "given", "percent"},
+    "memory": {"peak", "peak_name", "given", "percent"}, "advice": {"rule", "text",
+    "submit": [statements], "more": N} or None}; a figure nobody stated is None."""
+    wall = s.get("wall_seconds") or 0
+    cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
+    cores = eff.get("cores_allocated")
+    used = cpu / wall if wall else None
+    peak = eff.get("mem_sizing_peak_bytes") or s.get("rss_peak_bytes")
+    mem = eff.get("mem_allocated_bytes") or eff.get("mem_requested_bytes")
+    if state == "running":
+        outcome = {"state": "running", "text": "figures up to its latest sample"}
+    elif eff.get("outcome") or s.get("outcome"):
+        outcome = {"state": eff.get("outcome") or s.get("outcome"),
+                   "text": eff.get("outcome_reason") or s.get("outcome_reason") or
+                   header.get("status")}
+    else:
+        outcome = {"state": "ended", "text": header.get("status")}
+    if s.get("cut_short"):
+        outcome["text"] = f"{outcome['text']}; cut short: figures up to its last sample"
+    best = pick(advice)
+    return {
+        "outcome": outcome, "wall_seconds": wall or None,
+        "cores": {"used": used, "given": cores,
+                  "percent": 100 * used / cores if used is not None and cores else None},
+        "memory": {"peak": peak, "given": mem,
+                   "peak_name": BASIS_TEXT.get(eff.get("mem_sizing_basis"), "peak")
+                   if eff.get("mem_sizing_peak_bytes") else "resident peak",
+                   "percent": 100 * peak / mem if peak and mem else None},
+        "advice": None if best is None else {
+            "rule": best["rule"], "text": best["text"], "more": len(advice) - 1,
+            "submit": submit_syntax(header.get("scheduler"), best.get("ask"))},
+    }
