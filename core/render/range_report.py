@@ -78,16 +78,19 @@ def allocated(row):
 
 def show(model, console=None):
     from rich.console import Console
+    from .short_ids import Ids
     console = console or Console()
+    ids = Ids()     # the job ids the tables shorten, in full at the end
     _header(model, console)
-    _claims(model, console)
-    _actions(model.get("actions"), console)
-    if not model["jobs"]:
-        return
-    _groups(model, console)
-    _wasters(model, console)
-    _suspects(model, console)
-    _batches(model, console)
+    _claims(model, console, ids)
+    _actions(model.get("actions"), console, ids)
+    if model["jobs"]:
+        _groups(model, console)
+        _wasters(model, console, ids)
+        _suspects(model, console, ids)
+        _batches(model, console)
+    for line in ids.legend(console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _header(model, console):
@@ -119,7 +122,7 @@ def _header(model, console):
 
 
 
-def _claims(model, console):
+def _claims(model, console, ids):
     """Runs under a job id the scheduler says is another user's: counted nowhere."""
     from .terminal import esc
     rows = model.get("claims") or []
@@ -127,15 +130,15 @@ def _claims(model, console):
         return
     t = _table(f"claims by other users, not counted ({model['claim_count']}"
                + (f", {len(rows)} shown" if model["claim_count"] > len(rows) else "") + ")")
-    _job_column(t, rows)
+    _job_column(t, rows, ids)
     t.add_column("user", overflow="fold")
     t.add_column("why", overflow="fold")
     for r in rows:
-        t.add_row(esc(r["job"]), esc(r["user"]), esc(r["why"]))
+        t.add_row(esc(ids(r["job"])), esc(r["user"]), esc(r["why"]))
     console.print(t)
 
 
-def _actions(acted, console):
+def _actions(acted, console, ids):
     """`jobmon act`'s warnings and actions in the range (docs/actions.md)."""
     from .terminal import esc
     if not acted or not (acted["warnings"] or acted["actions"] or acted["dry_runs"]):
@@ -147,11 +150,11 @@ def _actions(acted, console):
         return
     t = _table("latest warnings and actions (jobmon act)")
     t.add_column("when")
-    _job_column(t, acted["latest"])
+    _job_column(t, acted["latest"], ids)
     for name in ("user", "action", "outcome"):
         t.add_column(name, overflow="fold")
     for a in acted["latest"]:
-        t.add_row(when(a["time"] / 1e9), esc(a["job"]), esc(a["user"]), esc(a["action"]),
+        t.add_row(when(a["time"] / 1e9), esc(ids(a["job"])), esc(a["user"]), esc(a["action"]),
                   esc(a["outcome"]))
     console.print(t)
 
@@ -190,30 +193,40 @@ def _groups(model, console):
     console.print("* canonical core-hours: 1 core + 2 GiB each, whole units only (OSG)")
 
 
-def _job_column(t, rows):
-    """The job id column: as wide as the longest id, never wrapped or cut."""
-    width = max([len(r["job"]) for r in rows] + [3])
+def _job_column(t, rows, ids):
+    """The job id column: as wide as the longest id as shown (a long one shortened,
+    jobmon.render.short_ids), never wrapped or cut."""
+    width = max([len(ids(r["job"])) for r in rows] + [3])
     t.add_column("job", no_wrap=True, min_width=width, overflow="ignore")
 
 
-def _wasters(model, console):
+def _wasters(model, console, ids):
+    """The top wasters: the GPU and held-idle columns only where a row has them, so that
+    the table fits 80 columns."""
     from .terminal import esc
     rows = model["top_wasters"]
     if not rows:
         return
+    gpus = any(r.get("gpu_hours") or r.get("idle_gpu_hours") for r in rows)
+    held = any(held_idle(r) != "-" for r in rows)
     t = _table("top wasters: idle canonical core-hours + idle GPU-hours")
-    _job_column(t, rows)
-    t.add_column("user", overflow="fold")
+    _job_column(t, rows, ids)
+    t.add_column("user", overflow="fold", min_width=min(8, max(len(r["user"]) for r in rows)))
     t.add_column("given", no_wrap=True)
-    for name in ("CPU %", "mem %", "idle\ncore-h*", "idle\nGPU-h"):
-        t.add_column(name, justify="right", no_wrap=True)
-    t.add_column("held idle", overflow="fold")
+    t.add_column("CPU/mem\n%", justify="right", no_wrap=True)
+    t.add_column("idle\ncore-h*", justify="right", no_wrap=True)
+    if gpus:
+        t.add_column("idle\nGPU-h", justify="right", no_wrap=True)
+    if held:
+        t.add_column("held idle", overflow="fold")
     t.add_column("outcome", overflow="fold")
     for r in rows:
-        t.add_row(esc(r["job"]), esc(r["user"]), allocated(r),
-                  _pct(r["cpu_efficiency_percent"]), _pct(r["mem_efficiency_percent"]),
-                  hours(r["idle_canonical_core_hours"]), hours(r["idle_gpu_hours"]),
-                  held_idle(r), esc(r["outcome"] or "-"))
+        cells = [esc(ids(r["job"])), esc(r["user"]), allocated(r),
+                 f"{_pct(r['cpu_efficiency_percent'])}/{_pct(r['mem_efficiency_percent'])}",
+                 hours(r["idle_canonical_core_hours"])]
+        cells += [hours(r["idle_gpu_hours"])] if gpus else []
+        cells += [held_idle(r)] if held else []
+        t.add_row(*cells, esc(r["outcome"] or "-"))
     console.print(t)
 
 
@@ -232,7 +245,7 @@ def _pct(v):
     return "-" if v is None else fixed(v, ".0f")
 
 
-def _suspects(model, console):
+def _suspects(model, console, ids):
     from .terminal import esc
     rows = model["suspects"]
     if not rows:
@@ -240,11 +253,11 @@ def _suspects(model, console):
     more = model["suspect_count"] - len(rows)
     t = _table(f"suspects ({model['suspect_count']}"
                + (f", {len(rows)} shown" if more else "") + ")")
-    _job_column(t, rows)
+    _job_column(t, rows, ids)
     t.add_column("user", overflow="fold")
     t.add_column("why", overflow="fold")
     for r in rows:
-        t.add_row(esc(r["job"]), esc(r["user"]), esc("; ".join(map(str, r["why"]))))
+        t.add_row(esc(ids(r["job"])), esc(r["user"]), esc("; ".join(map(str, r["why"]))))
     console.print(t)
 
 

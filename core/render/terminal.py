@@ -171,18 +171,24 @@ def show_memory(rows, console):
 
 def show_node(rows, console):
     """Energy and network, each figure with its scope and method: a node's apportioned
-    energy or a device's is never shown as the job's own exact figure."""
+    energy or a device's is never shown as the job's own exact figure; below them, what is
+    not available and why, and what a figure leaves out."""
     if not rows:
         return
-    t = Table(title="energy and network (scope, method)", box=None)
-    t.add_column("figure", style="bold", overflow="fold")
-    t.add_column("value", justify="right", no_wrap=True)
-    t.add_column("scope, method", no_wrap=True)
-    t.add_column("note", overflow="fold", ratio=1)
-    for r in rows:
-        t.add_row(esc(r["name"]), human(r["value"], r["unit"]) if r["unit"] else
-                  esc(r["value"]), esc(f"{r['scope']}, {r['method']}"), esc(r["note"] or ""))
-    console.print(t)
+    figures = [r for r in rows if r["unit"]]
+    console.print("[bold]energy and network[/bold]" + (" (scope, method)" if figures else ""))
+    if figures:
+        t = Table(box=None, show_header=False, pad_edge=False)
+        t.add_column(style="bold", overflow="fold", ratio=2)
+        t.add_column(justify="right", no_wrap=True)
+        t.add_column(overflow="fold", ratio=3)
+        for r in figures:
+            note = f"; {r['note']}" if r.get("note") else ""
+            t.add_row(esc(r["name"]), human(r["value"], r["unit"]),
+                      esc(f"{r['scope']}, {r['method']}{note}"))
+        console.print(t)
+    _hanging(console, [(esc(r["name"]) + ":", esc(r["value"])) for r in rows
+                       if not r["unit"]])
 
 
 def show_scheduler(sch, console):

@@ -210,7 +210,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
             "memory": memory_rows(s, samples, eff, scheduler, many),
             "oom": story(s),
-            "node": node_figures.rows(s),
+            "node": node_figures.rows(s, ended=state == "ended"),
             "advice": advice,
             "scheduler": scheduler,
             "summary": s if many or state != "ended" else first.get("summary"),

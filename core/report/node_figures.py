@@ -56,16 +56,28 @@ def _note(s, field):
     return None
 
 
-def rows(s):
-    """[{name, field, value, unit, scope, method, note}] of a run's summary; a row saying
-    why network figures are not there, where the summary says."""
+# why a run's summary has no energy or network figures where nothing in it says
+NO_READER = ("not available: no node reader ran beside the job (`jobmon node-reader`, "
+             "docs/node-reader.md)")
+NO_ENERGY = "not available: the node reader published no energy reading during the job"
+
+
+def rows(s, ended=True):
+    """[{name, field, value, unit, scope, method, note}] of a run's summary; for an ended
+    run, a row saying why energy or network figures are not there ("not available: why"),
+    and which part of the energy is missing and why."""
     s = s or {}
     out = [_row(label, field, s[field], unit, _note(s, field))
            for field, label, unit in ROWS if s.get(field) is not None]
-    parts = s.get("energy_parts")
-    if parts and ";" in parts:          # a part is missing: say which and why
-        out.append(_row("energy covers", "energy_parts", parts, ""))
-    source = s.get("net_source")
+    parts, source = s.get("energy_parts"), s.get("net_source")
+    if s.get("energy_joules") is not None:
+        if parts and ";" in parts:          # a part is missing: say which and why
+            out.append(_row("energy covers", "energy_parts", parts, ""))
+    elif ended:
+        why = (f"not available: {parts}" if parts else NO_ENERGY if source else NO_READER)
+        out.append(_row("energy", "energy_parts", why, ""))
     if source and source != "bpf":
         out.append(_row("network", "net_source", source, ""))
+    elif not source and ended and s.get("net_rx_bytes") is None:
+        out.append(_row("network", "net_source", NO_READER, ""))
     return out

@@ -1,0 +1,63 @@
+"""Job ids in tables: an id longer than a table's job column is shortened there, and each
+shortened one is written once in full below (`Ids.legend`), so that any table fits 80
+columns however long the ids (an HTCondor GlobalJobId with a long schedd name: 73
+characters). Text only, cleaned (jobmon.printable) before it is measured."""
+import re
+
+from ..printable import clean
+
+WIDTH = 16     # the widest a job id is in a table
+# HTCondor's GlobalJobId: schedd#cluster.proc#qdate
+GLOBAL = re.compile(r"^([^#.]+)[^#]*#(\d+(?:\.\d+)?)#\d+$")
+
+
+def shorten(job, width=WIDTH):
+    """`job` (cleaned) if it fits `width`, else a shorter form: a GlobalJobId as its
+    schedd's first name and cluster.proc (`ap01#4711.0`, the name cut to fit:
+    `submit-no…#4711.0`), else its head and tail with "…"
+    between them."""
+    job = clean(job)
+    if len(job) <= width:
+        return job
+    m = GLOBAL.match(job)
+    if m and len(m[2]) + 3 <= width:
+        name, room = m[1], width - len(m[2]) - 1
+        return f"{name}#{m[2]}" if len(name) <= room else f"{name[:room - 1]}…#{m[2]}"
+    head = (width - 1) // 2
+    return job[:head] + "…" + job[len(job) - (width - 1 - head):]
+
+
+class Ids:
+    """The ids one report shortened: each short form names one id (where two would share
+    one, the later keeps its head and tail instead), and `legend` writes them in full."""
+
+    def __init__(self, width=WIDTH):
+        self.width = width
+        self.full = {}        # short -> full
+        self.short = {}       # full -> short
+
+    def __call__(self, job):
+        job = clean(job)
+        if job in self.short:
+            return self.short[job]
+        s = shorten(job, self.width)
+        if s != job and self.full.get(s, job) != job:     # taken by another id
+            head = (self.width - 1) // 2
+            s = job[:head] + "…" + job[len(job) - (self.width - 1 - head):]
+        if s != job:
+            self.full[s] = job
+        self.short[job] = s
+        return s
+
+    def legend(self, width=80):
+        """Lines naming every shortened id in full: `short  full` where that fits, else the
+        short form, and the full id on a line of its own below."""
+        if not self.full:
+            return []
+        lines = ["job ids shortened above, in full:"]
+        for s, job in self.full.items():
+            if 2 + len(s) + 2 + len(job) <= width:
+                lines.append(f"  {s:<{self.width}}  {job}".rstrip())
+            else:
+                lines += [f"  {s}", f"    {job}" if 4 + len(job) <= width else job]
+        return lines
