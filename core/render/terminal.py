@@ -219,11 +219,14 @@ def show_runs(runs, console):
 def show_group(job_id, reports, console=None):
     """Several jobs (an HTCondor cluster, a Slurm array): one line each, and the sums.
     Each job's memory peak is the one that sizes it (summary.efficiency.sizing_peak: a
-    Slurm task's is the kernel's, which a sampled resident peak can miss by far)."""
+    Slurm task's is the kernel's, which a sampled resident peak can miss by far). A long
+    id is shortened in the table, in full below it."""
     from ..summary.efficiency import BASIS_TEXT, sizing_peak
+    from .short_ids import Ids
     console = console or Console()
     t = Table(title=f"jobs of {esc(job_id)} ({len(reports)})")
-    ids = [str(rep["header"]["job"]) for rep in reports]
+    short = Ids()
+    ids = [short(rep["header"]["job"]) for rep in reports]
     for col in ("job", "runs", "hosts", "status", "wall", "CPU s", "memory peak"):
         _column(t, col, ids)
     cpu_all = wall_all = 0.0
@@ -235,10 +238,12 @@ def show_group(job_id, reports, console=None):
         wall_all += tot.get("wall time") or 0
         peak, basis = sizing_peak(rep.get("summary") or {})
         bases.add(basis)
-        t.add_row(esc(h["job"]), str(max(len(rep["runs"]), 1)), esc(h["host"]),
+        t.add_row(esc(short(h["job"])), str(max(len(rep["runs"]), 1)), esc(h["host"]),
                   esc(h["status"]), human(tot.get("wall time"), "s"), fixed(cpu),
                   human(peak, "bytes"))
     console.print(t)
+    for line in short.legend(console.width):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"total: {len(reports)} jobs, {human(wall_all, 's')} of wall time, "
                   f"{fixed(cpu_all)} CPU s (latest run of each)")
     said = sorted(BASIS_TEXT[b] for b in bases if b in BASIS_TEXT)

@@ -3,9 +3,11 @@ memory peak of what it was given, how it ended and why, and the most useful advi
 in the job's own submit syntax (HTCondor's submit file, Slurm's #SBATCH, `jobmon run`'s
 tags). A model, no rendering: it only picks from and rewrites the report's figures and the
 advice jobmon.summary.advice gave. Read side, standard library only."""
-from ..summary.efficiency import BASIS_TEXT
+from ..summary.efficiency import KERNEL, RESIDENT, SAMPLED
 
 GIB, MIB = 1 << 30, 1 << 20
+# the peak that sizes the job, named short (the memory table below says what each is)
+PEAK_NAME = {RESIDENT: "resident peak", KERNEL: "kernel peak", SAMPLED: "sampled peak"}
 # which advice the verdict names: what keeps the next run from failing first, then the
 # largest waste, then the rest; a rule not named here comes after these, in its order
 FIRST = ("oom_killed", "memory_near_limit", "memory_thrashing", "cpu_oversubscribed",
@@ -79,7 +81,7 @@ def build(s, eff, advice, header, state):
         "cores": {"used": used, "given": cores,
                   "percent": 100 * used / cores if used is not None and cores else None},
         "memory": {"peak": peak, "given": mem,
-                   "peak_name": BASIS_TEXT.get(eff.get("mem_sizing_basis"), "peak")
+                   "peak_name": PEAK_NAME.get(eff.get("mem_sizing_basis"), "peak")
                    if eff.get("mem_sizing_peak_bytes") else "resident peak",
                    "percent": 100 * peak / mem if peak and mem else None},
         "advice": None if best is None else {
