@@ -1,13 +1,21 @@
 """The verdict a job's terminal report opens with (jobmon.report.verdict): 3-5 lines, a bar
 for each resource as used of given, the advice in the job's own submit syntax."""
+from rich.markup import escape
 from rich.table import Table
 
-from ..printable import fixed
+from ..printable import clean, fixed
 from . import units
-from .terminal import esc, human
 
 BAR = 20
 EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def esc(value):
+    return escape(clean(value))
+
+
+def human(value, unit=""):
+    return escape(units.human(value, unit))
 
 
 def bar(percent, width=BAR):
