@@ -123,10 +123,19 @@ def series(plots, plot, field, host=None):
     return found[0]
 
 
-def check_points(s, times, values, rel=1e-4):
-    assert len(s["points"]) == len(times), s["label"]
-    assert [p[0] for p in s["points"]] == pytest.approx([t / 1e9 for t in times], abs=2e-3)
-    assert [p[1] for p in s["points"]] == pytest.approx(values, rel=rel), s["label"]
+def check_points(s, times, values, rel=1e-4, start=None):
+    """A series' points are the samples'; one over intervals ("interval": a rate, the cores
+    used) has its first value at the job's start too (`start`, s since the epoch), so that
+    it is drawn over the interval it covers."""
+    points = s["points"]
+    if s.get("drawn") == "interval":
+        assert points[0][1] == pytest.approx(values[0], rel=rel), s["label"]
+        assert points[0][0] == pytest.approx(start, abs=2e-3) if start is not None else \
+            points[0][0] < times[0] / 1e9, s["label"]
+        points = points[1:]
+    assert len(points) == len(times), s["label"]
+    assert [p[0] for p in points] == pytest.approx([t / 1e9 for t in times], abs=2e-3)
+    assert [p[1] for p in points] == pytest.approx(values, rel=rel), s["label"]
     assert s["ink"] > 20, f"{s['label']}: no line drawn in its colour"
 
 
@@ -155,7 +164,10 @@ def test_real_job_plots_its_samples_and_shows_hostile_ids_as_text(tmp_path, brow
 
     times = [s["time"] for s in samples]
     assert set(plots) == {"cpu", "memory", "io", "tasks"}          # no GPU here: no GPU plots
-    check_points(series(plots, "cpu", "cpu_cores"), times, [s["cpu_cores"] for s in samples])
+    start = times[0] / 1e9 - samples[0]["elapsed_seconds"]
+    assert series(plots, "cpu", "cpu_cores")["drawn"] == "interval"
+    check_points(series(plots, "cpu", "cpu_cores"), times, [s["cpu_cores"] for s in samples],
+                 start=start)
     for field in ("mem_resident_bytes", "mem_cache_bytes", "mem_swap_bytes",
                   "mem_resident_peak_bytes"):
         s = series(plots, "memory", field)
@@ -166,7 +178,7 @@ def test_real_job_plots_its_samples_and_shows_hostile_ids_as_text(tmp_path, brow
     assert [p[1] for p in charged["points"]] == \
         [x["mem_resident_bytes"] + x["mem_cache_bytes"] for x in samples]
     for field in ("read_bytes", "write_bytes"):
-        check_points(series(plots, "io", field), times, rates(samples, field))
+        check_points(series(plots, "io", field), times, rates(samples, field), start=start)
     # the workload wrote 48 MiB: the write rate's integral over time gives it back
     w = series(plots, "io", "write_bytes")["points"]
     t_start = times[0] / 1e9 - samples[0]["elapsed_seconds"]
@@ -336,7 +348,8 @@ def test_sections_the_model_has_are_shown_and_absent_ones_skipped(tmp_path, brow
     rep = build_report(store, job)
     bare = str(tmp_path / "bare.html")
     with open(bare, "w") as f:
-        f.write(html.render(dict(rep, advice=[], efficiency=[], memory=[], scheduler=None)))
+        f.write(html.render(dict(rep, advice=[], efficiency=[], memory=[], scheduler=None,
+                                 verdict=None, node=[])))
     plots, problems = load(browser, bare)
     assert problems == []
     assert "cpu" in plots and not any(s.get("level") for s in plots["cpu"])
@@ -359,8 +372,16 @@ def test_sections_the_model_has_are_shown_and_absent_ones_skipped(tmp_path, brow
     plots, problems = load(browser, rich, shot_path(tmp_path, "sections.png"))
     assert problems == []
     assert browser.evaluate("[...document.querySelectorAll('section')].map(e => e.id)") == [
-        "section-advice", "section-summary", "section-efficiency", "section-memory",
-        "section-scheduler"]
+        "section-verdict", "section-advice", "section-summary", "section-efficiency",
+        "section-memory", "section-node", "section-scheduler"]
+    # no node reader beside it: the energy and the network say so
+    assert figures(browser, "node") == {
+        "energy": "not available: no node reader ran beside the job (jobmon node-reader, "
+                  "docs/node-reader.md)",
+        "network": "not available: no node reader ran beside the job (jobmon node-reader, "
+                   "docs/node-reader.md)"}
+    assert browser.evaluate("document.querySelector('#section-node code').textContent") == \
+        "jobmon node-reader"     # set as code, not between backticks
     advice = browser.evaluate("[...document.querySelectorAll('#section-advice li')]"
                               ".map(e => e.textContent)")
     first = rep["advice"][0]
@@ -434,8 +455,11 @@ def test_allocation_and_efficiency_from_the_summary(tmp_path, browser):
         ["58.3 %"]
     assert list(box.values())[-3:] == ["3", "2.0 GiB/h", "yes"]
     assert browser.evaluate("[...document.querySelectorAll('aside section')].map(e => e.id)") \
-        == ["section-advice", "section-summary", "section-efficiency", "section-memory",
-            "section-scheduler"]     # HTCondor's record: a note that this host has none
+        == ["section-verdict", "section-advice", "section-summary", "section-efficiency",
+            "section-memory", "section-node", "section-scheduler"]
+    # (HTCondor's record: a note that this host has none); the verdict first
+    verdict = browser.evaluate("document.querySelector('#section-verdict').textContent")
+    assert verdict.startswith("Verdictbadput: exit code 1") and "used of 6" in verdict
 
     # a model without efficiency rows: the summary's own fields
     del rep["efficiency"]

@@ -52,6 +52,13 @@ PLOTS = (
         ("net_rx_bytes", "received", "#1f77b4", None, "rate"),
         ("net_tx_bytes", "sent", "#ff7f0e", None, "rate"))),
 )
+# How a series is drawn between its samples: "interval" -- its value covers the interval
+# that ends at its sample (a counter's rate, the cores used since the last sample, the
+# power since the last reading), a step from the sample before (from the job's start for
+# the first); "peak" -- a high-water mark, held until the sample that saw it rise, then a
+# step up; else a line (a gauge read at the sample: resident memory, processes)
+DRAWN = {"cpu_cores": "interval", "power_watts": "interval",
+         "mem_peak_bytes": "peak", "mem_resident_peak_bytes": "peak"}
 # procfs mode has no cgroup: its resident memory is a share (PSS), its "page cache" the
 # file pages the job maps, and nothing is charged
 PROCFS_LABELS = {"mem_resident_bytes": "resident (PSS anon + shmem)",
@@ -159,6 +166,7 @@ def plot_data(rep):
                 shown.append({"field": f, "color": color, "dash": dash,
                               "label": PROCFS_LABELS.get(f, label) if procfs else label,
                               "rate": derived == "rate",
+                              "drawn": "interval" if derived == "rate" else DRAWN.get(f),
                               "sum": list(parts) if isinstance(derived, tuple) else None})
         if shown:
             plots.append({"id": pid, "title": title, "unit": unit, "series": shown,

@@ -4,10 +4,11 @@ tables below them (nodes, runs). Everything from the job is escaped here. Standa
 only."""
 import html
 import json
+import re
 import shlex
 
 from ..printable import clean
-from . import units
+from . import html_verdict, units
 from .live import RSS_NOTE, duration
 from .units import human, short_status
 
@@ -100,7 +101,8 @@ def side_panel(rep):
                               else len(SECTION_ORDER), k))
     if (rep.get("ownership") or {}).get("verdict") != "claim":
         extra = [k for k in extra if k != "ownership"]   # not a claim: nothing to say
-    first = ("ownership", "oom", "advice")   # whose run, how it died, what to do: on top
+    # whose run, the verdict, how it died, what to do: on top
+    first = ("ownership", "verdict", "oom", "advice")
     parts = [section(k, rep[k]) for k in first if k in extra]
     parts.append(box("summary", "Summary", rows_table(rep.get("totals") or [])))
     parts.append(efficiency_box(rep))
@@ -264,14 +266,18 @@ def node_layout(rows):
             for r in rows):
         return None
     body = "".join(
-        f'<tr><th>{esc(r["name"])}</th><td>{esc(_cell("", r["value"], r.get("unit")))}</td>'
-        f'<td class="how">{esc(r["scope"])}, {esc(r["method"])}</td></tr>'
+        (f'<tr><th>{esc(r["name"])}</th><td>{esc(_cell("", r["value"], r.get("unit")))}</td>'
+         f'<td class="how">{esc(r["scope"])}, {esc(r["method"])}</td></tr>'
+         if r.get("unit") else    # a text: what is missing and why, how it was counted
+         f'<tr class="text"><th>{esc(r["name"])}</th><td class="text" colspan="2">'
+         f'{code(esc(r["value"]))}</td></tr>')
         + (f'<tr class="meaning"><td colspan="3">{esc(r["note"])}</td></tr>'
            if r.get("note") else "") for r in rows)
     return SECTION_TITLES["node"], f'<table class="figures">{body}</table>'
 
 
-LAYOUTS.update(memory=memory_layout, scheduler=scheduler_layout, node=node_layout)
+LAYOUTS.update(memory=memory_layout, scheduler=scheduler_layout, node=node_layout,
+               verdict=html_verdict.layout)
 
 
 def advice_list(items):
@@ -284,15 +290,20 @@ def advice_list(items):
         level = x.get("level") or x.get("severity") or ""
         rule = x.get("rule") or ""
         rest = {k: v for k, v in x.items() if k not in ("text", "message", "advice", "level",
-                                                        "severity", "rule")}
+                                                        "severity", "rule", "ask")}
         detail = "; ".join(f"{k}: {_cell(k, v)}" for k, v in rest.items() if v is not None)
         out.append(f'<li class="advice {esc(level)}">'
                    + (f"<b>{esc(level)}</b> " if level else "")
-                   + esc(text if text is not None else detail)
+                   + code(esc(text if text is not None else detail))
                    + (f' <small class="rule">{esc(rule)}</small>' if rule else "")
                    + (f'<br><small>{esc(detail)}</small>' if text is not None and detail
                       else "") + "</li>")
     return '<ul class="advice">' + "".join(out) + "</ul>"
+
+
+def code(escaped):
+    """Escaped text whose `quoted` parts (a command, a setting) are set as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
 
 def rows_table(rows):

@@ -115,25 +115,40 @@
   // One time axis for every plot: the sample times of all hosts. A host's values sit at
   // its own times; at the other hosts' they are undefined, which uPlot draws across (a
   // null, a missing sample, stays a gap).
+  // Each host's start (its first sample's time less its elapsed time) is on the axis too:
+  // a value over an interval ("interval" series) is drawn from there for its first sample.
+  function start(h) {
+    return h.t.length && h.e0 != null && h.e0 > 0 ? data.t0 + h.t[0] - h.e0 : null;
+  }
   var axis = (function () {
     var xs = [];
-    data.hosts.forEach(function (h) { h.t.forEach(function (t) { xs.push(data.t0 + t); }); });
-    if (!many) return {x: xs, at: [null]};
+    data.hosts.forEach(function (h) {
+      if (start(h) != null) xs.push(start(h));
+      h.t.forEach(function (t) { xs.push(data.t0 + t); });
+    });
     xs.sort(function (a, b) { return a - b; });
     var x = xs.filter(function (v, i) { return i === 0 || v !== xs[i - 1]; });
     var index = new Map(x.map(function (v, i) { return [v, i]; }));
     return {x: x, at: data.hosts.map(function (h) {
       return h.t.map(function (t) { return index.get(data.t0 + t); });
+    }), start: data.hosts.map(function (h) {
+      return start(h) == null ? null : index.get(start(h));
     })};
   })();
 
-  function onAxis(values, hi) {
+  // A host's values at its own times; at the other hosts' (and its start) undefined, which
+  // uPlot draws across. An interval's first value is also set at the host's start.
+  function onAxis(values, hi, interval) {
     var at = axis.at[hi];
-    if (!at) return values;
     var y = new Array(axis.x.length).fill(undefined);
     for (var i = 0; i < at.length; i++) y[at[i]] = values[i];
+    if (interval && axis.start[hi] != null && values.length) y[axis.start[hi]] = values[0];
     return y;
   }
+  // uPlot's paths: "interval" a step before each sample (its value over the interval it
+  // ends), "peak" a step after (the mark held until a sample saw it rise)
+  var PATHS = {interval: uPlot.paths.stepped({align: -1}),
+               peak: uPlot.paths.stepped({align: 1})};
 
   // [x, y...] of one plot, and what each series shows
   function columns(plot) {
@@ -142,8 +157,8 @@
       plot.series.forEach(function (s, si) {
         var col = s.sum ? sum(s.sum.map(function (f) { return h.cols[f]; })) : h.cols[s.field];
         if (!col) return;
-        cols.push(onAxis(s.rate ? rate(col, h.t, h.e0) : col, hi));
-        series.push({
+        cols.push(onAxis(s.rate ? rate(col, h.t, h.e0) : col, hi, s.drawn === "interval"));
+        series.push({drawn: s.drawn,
           label: many ? (h.host || "?") + " " + s.label : s.label,
           stroke: many ? HOST_COLORS[hi % HOST_COLORS.length] : s.color,
           dash: many ? DASHES[si % DASHES.length] : (s.dash || undefined),
@@ -202,10 +217,14 @@
     var el = document.getElementById("plot-" + plot.id);
     var c = columns(plot), fmt = FORMATS[plot.unit] || FORMATS.count;
     var series = [{value: timeValue}].concat(c.series.map(function (s) {
-      return {label: s.label, stroke: s.stroke, dash: s.dash, width: s.level ? 1.5 : 1.25,
-              spanGaps: !!s.level, points: {show: false},
-              // a level line's legend always says its level, wherever the cursor is
-              value: function (u, v) { return fmt(s.level ? s.value : v); }};
+      var o = {label: s.label, stroke: s.stroke, dash: s.dash, width: s.level ? 1.5 : 1.25,
+               // a gauge read at its samples shows them as dots where they are sparse
+               // (uPlot's own rule), so a line between two is seen as a guess
+               spanGaps: !!s.level, points: s.level || s.drawn ? {show: false} : {},
+               // a level line's legend always says its level, wherever the cursor is
+               value: function (u, v) { return fmt(s.level ? s.value : v); }};
+      if (PATHS[s.drawn]) o.paths = PATHS[s.drawn];
+      return o;
     }));
     var opts = {
       title: plot.title + " (" + plot.unit + ")",
