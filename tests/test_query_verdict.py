@@ -170,3 +170,32 @@ def test_energy_and_network_say_why_they_are_not_there(tmp_path):
     rows = {r["field"]: r["value"] for r in json.loads(query("norapl", store, env,
                                                              "--json"))["node"]}
     assert rows["energy_parts"].startswith("not available: no cpu/dram: no RAPL")
+
+
+def test_a_running_job_says_it_is_running(tmp_path):
+    """While the job runs, its verdict and its header say so (not "running or ended
+    without a summary"), with its figures so far."""
+    import subprocess
+    from helpers import JOBMON
+    store, env = str(tmp_path / "s.db"), env_for(tmp_path)
+    stop = tmp_path / "stop"
+    p = subprocess.Popen([JOBMON, "run", "--interval=0.1", "--job-id=live", f"--store={store}",
+                          "--tag=request_cpus=1", "--", *py(
+                              "import os, time\nwhile not os.path.exists(%r): time.sleep(0.05)"
+                              % str(stop))], env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            r = jobmon("query", "live", f"--store={store}", env=env)
+            if r.returncode == 0 and "samples (" in r.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        lines = r.stdout.splitlines()
+        assert re.match(r"job live — running, [\d.]+ s so far: figures up to its latest "
+                        r"sample$", lines[0]), lines[:3]
+        assert "used of 1" in lines[1]
+        assert "— running: figures up to its latest sample —" in r.stdout
+        assert "ended without a summary" not in r.stdout
+    finally:
+        stop.write_text("")
+        assert p.wait(30) == 0, p.stderr.read()
