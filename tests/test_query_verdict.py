@@ -48,6 +48,12 @@ def test_the_verdict_comes_first_in_jobmon_runs_syntax(tmp_path):
     assert 100 * MIB < peak < 300 * MIB
     [ask] = [a for a in rep["advice"] if a["rule"] == "memory_overrequested"]
     assert ask["ask"] == {"memory_bytes": 512 * MIB}
+    v = rep["verdict"]
+    assert v["outcome"] == {"state": "goodput", "text": "completed (exit code 0)"}
+    assert v["cores"]["given"] == 1 and v["memory"] == dict(
+        v["memory"], peak=peak, given=2 << 30, peak_name="resident peak")
+    assert v["advice"]["rule"] == "memory_overrequested"
+    assert v["advice"]["submit"] == ["--tag request_memory=512MiB"]
     lines = query("demo", store, env).splitlines()
     head = lines[:5]
     assert head[0].startswith("job demo — goodput: completed (exit code 0)"), head

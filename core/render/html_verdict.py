@@ -40,7 +40,7 @@ def layout(v):
         rows.append(_row("memory", m["percent"],
                          f"{human(m['peak'], 'bytes') if m['peak'] else '-'} {m['peak_name']}"
                          + (f" of {human(m['given'], 'bytes')}" if m["given"]
-                            else " of none stated")))
+                            else (" of none stated" if m.get("nodes", 1) == 1 else ""))))
     body = [f'<p class="outcome">{esc(head)}</p>',
             f'<table class="verdict">{"".join(rows)}</table>']
     if a:

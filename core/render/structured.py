@@ -9,7 +9,7 @@ from ..printable import clean
 
 
 def _doc(rep):
-    return {"job": rep["header"], "summary": rep["summary"],
+    return {"job": rep["header"], "verdict": rep.get("verdict"), "summary": rep["summary"],
             "efficiency": _named(rep.get("efficiency")), "memory": rep.get("memory") or [],
             "oom": rep.get("oom") or [],
             "node": rep.get("node") or [], "scope_and_method": _figures(rep["summary"]),

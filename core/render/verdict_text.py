@@ -53,7 +53,8 @@ def lines(rep):
     rows.append(("cores", f"{bar(c['percent'])} {_pct(c['percent'])}  {cores}"))
     if m["peak"] or m["given"]:
         peak = human(m["peak"], "bytes") if m["peak"] else "-"
-        given = f" of {escape_size(m['given'])}" if m["given"] else " of none stated"
+        given = f" of {escape_size(m['given'])}" if m["given"] else \
+            " of none stated" if m.get("nodes", 1) == 1 else ""
         rows.append(("memory", f"{bar(m['percent'])} {_pct(m['percent'])}  "
                                f"{peak} {esc(m['peak_name'])}{given}"))
     a = v.get("advice")

@@ -205,7 +205,8 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
     }
     advice = advise(dict(s, scheduler=first.get("scheduler"), **eff),
                     cfg or DEFAULT_CFG) if state != "running" else []
-    return {"header": header, "verdict": verdict.build(s, eff, advice, header, state),
+    return {"header": header, "verdict": verdict.build(s, eff, advice, header, state,
+                                                      len(run.records)),
             "totals": [t for t in totals if t[1] is not None],
             "efficiency": [r for r in efficiency_rows(eff) if r[1] is not None],
             "memory": memory_rows(s, samples, eff, scheduler, many),

@@ -55,16 +55,22 @@ def pick(advice):
     return min(advice, key=lambda a: (order.get(a["rule"], len(FIRST)), advice.index(a)))
 
 
-def build(s, eff, advice, header, state):
+def build(s, eff, advice, header, state, nodes=1):
     """{"outcome": {"state", "text"}, "cores": {"used", "given", "percent"},
     "memory": {"peak", "peak_name", "given", "percent"}, "advice": {"rule", "text",
-    "submit": [statements], "more": N} or None}; a figure nobody stated is None."""
+    "submit": [statements], "more": N} or None}; a figure nobody stated is None. A run on
+    several nodes: its cores against the job's, its memory its largest node's peak (no
+    one figure of the nodes' is measured against the job's memory)."""
     wall = s.get("wall_seconds") or 0
     cpu = (s.get("cpu_user_seconds") or 0) + (s.get("cpu_system_seconds") or 0)
     cores = eff.get("cores_allocated")
     used = cpu / wall if wall else None
     peak = eff.get("mem_sizing_peak_bytes") or s.get("rss_peak_bytes")
     mem = eff.get("mem_allocated_bytes") or eff.get("mem_requested_bytes")
+    name = PEAK_NAME.get(eff.get("mem_sizing_basis"), "peak") \
+        if eff.get("mem_sizing_peak_bytes") else "resident peak"
+    if nodes > 1:
+        name, mem = name + " of its largest node", None
     if state == "running":
         outcome = {"state": "running", "text": "figures up to its latest sample"}
     elif eff.get("outcome") or s.get("outcome"):
@@ -80,9 +86,7 @@ def build(s, eff, advice, header, state):
         "outcome": outcome, "wall_seconds": wall or None,
         "cores": {"used": used, "given": cores,
                   "percent": 100 * used / cores if used is not None and cores else None},
-        "memory": {"peak": peak, "given": mem,
-                   "peak_name": PEAK_NAME.get(eff.get("mem_sizing_basis"), "peak")
-                   if eff.get("mem_sizing_peak_bytes") else "resident peak",
+        "memory": {"peak": peak, "given": mem, "peak_name": name, "nodes": nodes,
                    "percent": 100 * peak / mem if peak and mem else None},
         "advice": None if best is None else {
             "rule": best["rule"], "text": best["text"], "more": len(advice) - 1,
