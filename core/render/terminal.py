@@ -39,8 +39,7 @@ def show(rep, console=None):
     show_memory(rep.get("memory") or (), console)
     if rep.get("oom"):
         console.print("[bold]out of memory[/bold]")
-        for line in rep["oom"]:
-            console.print(f"  {esc(line)}")
+        _hanging(console, [(" ", esc(line)) for line in rep["oom"]])
     show_node(rep.get("node") or (), console)
     if rep.get("advice"):
         console.print("[bold]advice[/bold]")
