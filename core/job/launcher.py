@@ -1,6 +1,7 @@
 """Run a command as jobmon's child and stay its parent: the wrapper process model.
 
-jobmon forks the command, forwards every catchable signal it receives, leaves stdio,
+jobmon forks the command, forwards every catchable signal sent to it (not those its own
+work raises on itself: SIGPIPE from a write to a closed pipe, SIGXFSZ), leaves stdio,
 cwd and environment to the command untouched, waits for it (and for any process it left
 behind, which jobmon reaps as a child subreaper), and finally exits with the command's
 exact status: the same exit code, or death by the same signal.
@@ -26,6 +27,7 @@ FORWARDED = frozenset(s for s in signal.valid_signals()
                       if s not in _NOT_FORWARDED and 0 < s < signal.NSIG)
 _TTY_STOPS = {signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}
 SI_KERNEL = 0x80
+SI_USER, SI_TKILL = 0, -6
 FIRST_SAMPLE = 0.1  # s after start
 PR_SET_CHILD_SUBREAPER = 36
 _DIRECT = b"\0\0\0\0"   # the child fell back to exec the job itself (never a pid)
@@ -236,6 +238,11 @@ class Supervisor:
 
     def _forward(self, info):
         sig = info.si_signo
+        if info.si_code in (SI_USER, SI_TKILL) and info.si_pid == os.getpid():
+            # raised by jobmon's own work on itself (the kernel's SIGPIPE for a write to a
+            # closed pipe, SIGXFSZ past a file size limit: sent as by us): jobmon has the
+            # error from the write, the job must not die of it
+            return
         target = self.pid if self.status is None else None
         same_group = True
         if target is not None:
@@ -309,8 +316,11 @@ def block_signals():
 
 def exit_like(status):
     """Leave with the command's status: its exit code, or die of its signal."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):   # a closed pipe: what it could not take is lost
+            pass
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:

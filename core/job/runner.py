@@ -96,8 +96,11 @@ def parse(argv):
 
 
 def warn(msg):
-    sys.stderr.write(f"jobmon: {msg}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"jobmon: {msg}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):   # stderr a closed pipe: never a reason to stop
+        pass
 
 
 def main(argv):

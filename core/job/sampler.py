@@ -71,7 +71,10 @@ class Sampler:
     def _warn(self, msg):
         self.errors += 1
         if self.errors <= 3:
-            sys.stderr.write(f"jobmon: warning: {msg}\n")
+            try:
+                sys.stderr.write(f"jobmon: warning: {msg}\n")
+            except (OSError, ValueError):   # stderr a closed pipe: the job goes on
+                pass
 
     def zero(self):
         """Count from now: for a cgroup or process that existed before the job began."""
