@@ -1,4 +1,4 @@
-"""docs/metrics.md, generated from the metric table (core/metrics.py), and the scope and
+"""docs/metrics.md, generated from the metric table (core/metrics/), and the scope and
 method of every figure: what a figure covers (the job's own processes, the job's whole
 devices, the node) and how it was obtained (exactly, apportioned from a larger scope,
 estimated, derived from other figures, or recorded as given). Reports show these beside
@@ -6,6 +6,7 @@ the figures whose scope is not the job's own or whose method is not exact, so th
 reads a node's or a device's figure as a job's. A test keeps every field in this table.
 """
 from .metrics import PROCS_FIELDS, PROCS_TOP_KEYS, SAMPLE_FIELDS, SUMMARY_FIELDS
+from .metrics.ranges import DEFAULTS, kinds
 
 SCOPES = {
     "job": "the job's own processes or cgroup",
@@ -35,7 +36,7 @@ _TABLE = {
         start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
         monitor_cpu_seconds monitor_read_seconds monitor_errors cut_short reconciled
-        cpu_idle_samples elapsed_seconds""",
+        cpu_idle_samples elapsed_seconds lost_points""",
     ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
         swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
         missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top""",
@@ -147,7 +148,7 @@ behaviour), or a cgroup.
 def markdown():
     """The metric table as docs/metrics.md shows it."""
     out = ["# Metrics", "",
-           "Generated from `core/metrics.py` and `core/metrics_doc.py` (a test keeps this file "
+           "Generated from `core/metrics/` and `core/metrics_doc.py` (a test keeps this file "
            "equal to them).", "",
            "Every figure has a **scope** -- what it covers -- and a **method** -- how it was "
            "obtained; reports show them beside the figures that are not the job's own, "
@@ -158,17 +159,68 @@ def markdown():
     out += ["", "## Per sample", "",
             "One sample per job per host per interval. Counters are cumulative from the job's "
             "start; gauges are the value at the sample.", "",
-            "| field | unit | kind | scope | method | meaning |", "|---|---|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {k} | {_how(n)} | {m} |" for n, u, k, m in SAMPLE_FIELDS]
+            "| field | unit | kind | scope | method | range | meaning |",
+            "|---|---|---|---|---|---|---|"]
+    out += [f"| `{n}` | {u} | {k} | {_how(n)} | {r} | {m} |" for n, u, r, k, m in SAMPLE_FIELDS]
     out += ["", "Every sample also carries `time` (ns since the epoch), `elapsed_seconds` "
             "(s since the job started) and `method` (the probe that took it).", "",
             "## Per job (summary, written at the end)", "",
-            "| field | unit | scope | method | meaning |", "|---|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {_how(n)} | {m} |" for n, u, m in SUMMARY_FIELDS]
+            "| field | unit | scope | method | range | meaning |", "|---|---|---|---|---|---|"]
+    out += [f"| `{n}` | {u} | {_how(n)} | {r or ''} | {m} |" for n, u, r, m in SUMMARY_FIELDS]
     out += ["", "## Per-process breakdown (every `[procs] every_seconds`)", "",
-            "| field | unit | kind | scope | method | meaning |", "|---|---|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {k} | {_how(n)} | {m} |" for n, u, k, m in PROCS_FIELDS]
+            "| field | unit | kind | scope | method | range | meaning |",
+            "|---|---|---|---|---|---|---|"]
+    out += [f"| `{n}` | {u} | {k} | {_how(n)} | {r or ''} | {m} |"
+            for n, u, r, k, m in PROCS_FIELDS]
     out += ["", "Each group in `procs_top`:", "", "| key | unit | meaning |", "|---|---|---|"]
     out += [f"| `{n}` | {u} | {m} |" for n, u, m in PROCS_TOP_KEYS]
     out += ["", "## How exact procs_max is", "", PROCS_MAX_METHOD]
+    out += ["", "## Valid ranges", "", RANGES_TEXT, "", "| range | lowest | highest, by default "
+            "| reckoned as |", "|---|---|---|---|"]
+    out += [f"| {k} | {_num(lo)} | {_num(hi)} | {RANGE_MEANS[k]} |"
+            for k, (lo, hi) in kinds(DEFAULTS).items()]
     return "\n".join(out) + "\n"
+
+
+def _num(x):
+    return f"{x:.4g}" if isinstance(x, float) and x != int(x) or abs(x) >= 1e6 else str(int(x))
+
+
+RANGES_TEXT = """\
+Every figure declares its range (the `range` column above): what one run on one node can
+physically show, reckoned from the site's largest node (`[limits]` in the site file:
+`node_cores`, `node_memory_bytes`, `node_watts`, `node_gpus`) and the longest run it
+allows (`shipper.max_job_days`, the *wall* below). Every range is finite (no NaN, no
+infinity) and, but for `signed` and `code`, non-negative. A figure outside its range is
+never part of a figure, a total or a decision: the shipper sets the spool line that holds
+it aside (counted as `out_of_range` against the user who wrote it: docs/security.md), and
+every reader -- `jobmon query`, `list`, `report`, `rollup`, `pilot`, `act`, the read
+service -- leaves that figure out of the record it read (the rest of the record stays),
+from InfluxDB and the embedded store alike. The dashboards' queries leave such points out
+where InfluxQL can (docs/grafana.md)."""
+RANGE_MEANS = {
+    "wall": "max_job_days in seconds",
+    "cpu": "node_cores x wall",
+    "task_seconds": "4,194,304 threads (the kernel's largest pid_max) x wall",
+    "cores": "node_cores",
+    "gpus": "node_gpus",
+    "memory": "node_memory_bytes",
+    "bytes": "2^63 - 1 (InfluxDB's integer)",
+    "count": "2^53 (exact as a float)",
+    "flag": "0 or 1",
+    "percent": "100",
+    "share": "100 x node_cores (every core's time)",
+    "ratio": "2^53",
+    "joules": "node_watts x wall",
+    "watts": "node_watts",
+    "grams": "node_watts x wall at 2,000 gCO2e/kWh",
+    "intensity": "2,000 gCO2e/kWh",
+    "core_hours": "node_cores x wall in hours",
+    "unit_hours": "the larger of node_cores and node_memory_bytes / 2 GiB, x wall in hours",
+    "gpu_hours": "node_gpus x wall in hours",
+    "epoch": "2^33 s since the epoch (the year 2242)",
+    "status": "255",
+    "pid": "4,194,304",
+    "code": "an int32 (from -2^31)",
+    "signed": "2^63 either way",
+}

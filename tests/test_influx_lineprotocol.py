@@ -140,7 +140,7 @@ def test_the_longest_job_line_fits_the_reserve_and_passes_the_shippers_check():
     tags.update({f"free{n}": huge for n in range(50)})
     job = {"job": huge, "scheduler": huge, "method": huge, "start_time": 1.7e9, "interval": 1.0,
            "command": [huge] * 100, "tags": tags}
-    summary = {n: 1 for n, _u, _m in SUMMARY_FIELDS}
+    summary = {n: 1 for n, _u, _r, _m in SUMMARY_FIELDS}
     summary["method"] = huge
     for line in (schema.job_line(job), schema.job_line(job, summary, 7)):
         data = line.encode()

@@ -27,6 +27,7 @@ class Pass:
         self.decisions = []
         self.recorded = []      # the records as last written
         self.errors = []
+        self.skipped = []       # records the pass could not weigh: each costs itself alone
 
     def counts(self):
         out = {}
@@ -46,7 +47,7 @@ def run_pass(cfg, store, schedulers, writer, now=None, dry_run=False,
         return out
     groups = {}
     for row in store.latest(now - FRESH_SECONDS):
-        if row.get("scheduler") in SCHEDULERS and row.get("job"):
+        if row.get("scheduler") in SCHEDULERS and row.get("job") and _usable(row, out):
             groups.setdefault((row["scheduler"], str(row["job"])), []).append(row)
     idle = {k: g for k, g in groups.items() if any(policy.idle(r["sample"]) for r in g)}
     if not idle:
@@ -54,10 +55,26 @@ def run_pass(cfg, store, schedulers, writer, now=None, dry_run=False,
     _describe(store, idle)
     starts = [r["sample"]["time"] / 1e9 - (policy.idle(r["sample"]) or (0,))[0]
               for g in idle.values() for r in g]
-    history = store.actions(since=min(starts + [now - pol.HOUR]) - pol.CLOCK_SLACK)
+    # (a stretch is within a run's wall time: the store's reads leave out any other)
+    history = store.actions(since=max(min(starts + [now - pol.HOUR]) - pol.CLOCK_SLACK, 0))
     out.decisions = _decide(policy, idle, schedulers, history, pilot_accounts(cfg), out)
     _carry_out(out, cfg, schedulers, writer, history, now, deliver)
     return out
+
+
+def _usable(row, out):
+    """Can the pass weigh this record? One that cannot (a sample without a time, a figure
+    of the wrong kind) costs that record alone, said once in out.skipped."""
+    sample = row.get("sample")
+    try:
+        if not isinstance(sample.get("time"), int):
+            raise ValueError("its latest sample has no time")
+        out.policy.idle(sample)
+        return True
+    except Exception as e:
+        out.skipped.append(f"record of job {row.get('job')} on {row.get('host')}: left out "
+                           f"({type(e).__name__}: {e})"[:300])
+        return False
 
 
 def _describe(store, idle):
@@ -96,8 +113,11 @@ def _decide(policy, idle, schedulers, history, accounts, out):
         for job, group in sorted(jobs.items()):
             mine = [a for a in history if str(a.get("job")) == job
                     and a.get("scheduler") == name]
-            decisions.append(pol.decide(policy, job, group, lives.get(job), same, mine,
-                                        accounts))
+            try:
+                decisions.append(pol.decide(policy, job, group, lives.get(job), same, mine,
+                                            accounts))
+            except Exception as e:   # this job's records alone: the pass goes on
+                out.skipped.append(f"job {job}: left out ({type(e).__name__}: {e})"[:300])
     # the longest idle first, where the hourly limit leaves room for some only
     return sorted(decisions, key=lambda d: -(d.stretch or 0))
 

@@ -51,6 +51,7 @@ def schedulers(cfg):
 def act(store_arg, dry_run, as_json):
     from .. import config
     from ..actions import actor
+    from ..stores.influx import InfluxError
     from ..config.actions import resources
     try:
         cfg = config.load()
@@ -67,13 +68,19 @@ def act(store_arg, dry_run, as_json):
             typer.echo(f"jobmon act: {note}")
         return
     st, writer = open_for_actions(cfg, store_arg)
-    done = actor.run_pass(cfg, st, schedulers(cfg), writer, dry_run=dry_run)
+    try:
+        done = actor.run_pass(cfg, st, schedulers(cfg), writer, dry_run=dry_run)
+    except InfluxError as e:     # the store did not answer: the next pass tries again
+        from ..printable import clean
+        typer.echo(f"jobmon act: {clean(str(e))}", err=True)
+        raise typer.Exit(TEMPFAIL)
     shown = [d for d in done.decisions if d.kind != "busy"]
     if as_json:
         typer.echo(json.dumps({"mode": done.policy.mode, "counts": done.counts(),
                                "decisions": [{"job": d.job, "decision": d.kind, "why": d.why}
                                              for d in shown],
-                               "recorded": done.recorded, "errors": done.errors}, indent=1))
+                               "recorded": done.recorded, "errors": done.errors,
+                               "skipped": done.skipped}, indent=1))
     else:
         from ..printable import clean
         dry = " (dry run: no job touched, nobody told)" if done.policy.dry_run else ""
@@ -83,6 +90,8 @@ def act(store_arg, dry_run, as_json):
         for d in shown:
             typer.echo(f"  job {clean(d.job)}: {d.kind}: {clean(d.why)}")
         for e in done.errors:
+            typer.echo(f"jobmon act: {clean(e)}", err=True)
+        for e in done.skipped:
             typer.echo(f"jobmon act: {clean(e)}", err=True)
     if done.errors:
         raise typer.Exit(TEMPFAIL)

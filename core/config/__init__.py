@@ -7,7 +7,7 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-from . import actions, node, report, toml_subset
+from . import actions, limits, node, report, toml_subset
 from .ownership import OWNERSHIP
 from .report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
@@ -88,7 +88,7 @@ SCHEMA = {
         "admin_group": (str, ""),             # its members read every user's jobs
         "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
     },
-    **node.SCHEMA,
+    **node.SCHEMA, **limits.SCHEMA,                # [limits]: core/config/limits.py
     **actions.SCHEMA,                         # `jobmon act`: core/config/actions.py
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
@@ -103,7 +103,8 @@ POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
 POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
              ("shipper", "retry_max_seconds")}
 POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
-             ("shipper", "max_job_days"), ("procs", "every_seconds")} | actions.POSITIVE
+             ("shipper", "max_job_days"), ("procs", "every_seconds")} | actions.POSITIVE \
+    | limits.POSITIVE
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
                 ("slurm", "end_wait_seconds"), ("procs", "top")} | node.NOT_NEGATIVE \
     | actions.NOT_NEGATIVE

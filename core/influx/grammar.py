@@ -98,28 +98,72 @@ def between(lo, hi):
     return b"(?:" + b"|".join(out) + b")"
 
 
-def shape_pattern(line, time=_TIME):
+def within(kind, lo, hi):
+    """A regex (bytes) for numbers of type `kind` ("int", "float") that are surely within
+    [lo, hi]: no more whole digits than hi has, less one; a sign only where lo < 0. A
+    number it does not match may still be within: the slow path parses it."""
+    digits = len(str(int(min(hi, -lo) if lo < 0 else hi))) - 1
+    if digits < 1:   # a flag (0 or 1), say; a float: the slow path
+        return b"[0-%d]i" % int(hi) if kind == "int" and lo >= 0 and hi >= 0 else b"(?!)"
+    sign = b"-?" if lo < 0 else b""
+    whole = sign + b"[0-9]{1,%d}" % digits
+    if kind == "int":
+        return whole + b"i"
+    # what repr() writes: 12.5, 0.001, and 1e-05 for the smallest (under 10, so within)
+    return _atomic(b"(?:" + whole + b"(?:\\.[0-9]+%+)?(?![0-9])|" + sign +
+                   b"[0-9](?:\\.[0-9]+%+)?e-[0-9]{2,3})")
+
+
+def shape_pattern(line, time=_TIME, ranges=None):
     """A regex (bytes) for the lines of this line's shape, timed as `time` matches; line
-    must be valid()."""
+    must be valid(). ranges ({field: (lo, hi)}): a number of a field with one matches
+    only where it is surely within it."""
     meas, tags, rest = PARTS.fullmatch(line).groups()
     types = FIELD_TYPES[meas]
     out = [re.escape(meas)]
     out += [b"," + re.escape(t.group(1)) + b"=" + _TAG_TEXT for t in _TAG.finditer(tags)]
     out.append(b" ")
-    out.append(b",".join(re.escape(f.group(1)) + b"=" + _TYPED[types[f.group(1)]]
+    out.append(b",".join(re.escape(f.group(1)) + b"=" + _value(types[f.group(1)],
+                                                                (ranges or {}).get(f.group(1)))
                          for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" "))))
     out.append(time)
     return b"".join(out)
 
 
-class Checker:
-    """Checks batches of spool lines; remembers the shapes it has seen."""
+def _value(kind, bounds):
+    if bounds is None or kind not in ("int", "float"):
+        return _TYPED[kind]
+    return within(kind, *bounds)
 
-    def __init__(self):
+
+def out_of_range(line, ranges):
+    """The names of the numeric fields of a valid() line outside their ranges ({field:
+    (lo, hi)}): NaN and the infinities (1e999 parses as one) never within."""
+    meas, _tags, rest = PARTS.fullmatch(line).groups()
+    bad = []
+    for f in _FIELD_KV.finditer(rest, 1, rest.rindex(b" ")):
+        key, value = f.groups()
+        r = ranges.get(key.decode())
+        if r is None or value[:1] == b'"' or value in (b"true", b"false"):
+            continue
+        number = int(value[:-1]) if value.endswith(b"i") else float(value)
+        if not r[0] <= number <= r[1]:
+            bad.append(key.decode())
+    return bad
+
+
+class Checker:
+    """Checks batches of spool lines; remembers the shapes it has seen. ranges: {field:
+    (lo, hi)}, each numeric field's valid range (jobmon.metrics.ranges): a line with a
+    figure outside it is found like one that does not parse (first_bad), and told apart
+    by out_of_range()."""
+
+    def __init__(self, ranges=None):
         self.shapes = []
         self.known = None          # (?:shape|shape|...)*, None until one is learnt
         self.window = None         # (first, last) second a line's time may be in
         self.time = _TIME
+        self.ranges = ranges
 
     def set_window(self, first, last):
         """From now on refuse lines timed outside [first, last] (whole seconds since the
@@ -132,17 +176,18 @@ class Checker:
         self.time = b" " + between(b"%d" % first, b"%d" % last) + b"[0-9]{9}\n"
         self.shapes, self.known = [], None
 
-    def first_bad(self, data):
-        """None when data is whole lines of jobmon line protocol, else the offset of the
-        first line that is not."""
-        pos, end = 0, len(data)
+    def first_bad(self, data, pos=0):
+        """None when data (from pos on) is whole lines of jobmon line protocol with every
+        figure in range, else the offset of the first line that is not."""
+        end = len(data)
         while True:
             if self.known is not None:
                 pos = self.known.match(data, pos).end()
             if pos == end:
                 return None
             m = LINE.match(data, pos)
-            if m is None or not valid(data[pos:m.end()]) or not self.timely(data, m.end()):
+            if m is None or not valid(data[pos:m.end()]) or not self.timely(data, m.end()) \
+                    or (self.ranges and out_of_range(data[pos:m.end()], self.ranges)):
                 return pos
             self._learn(data[pos:m.end()])
             pos = m.end()
@@ -151,6 +196,14 @@ class Checker:
         """Is the line ending at `end` (a LINE match) timed within the window?"""
         return self.window is None or \
             self.window[0] <= int(data[end - 20:end - 10]) <= self.window[1]
+
+    def out_of_range(self, line):
+        """The fields outside their ranges of a line first_bad() refused, where that is
+        all that is wrong with it (it parses and is timely); else None."""
+        if not self.ranges or LINE.fullmatch(line) is None or not valid(line) or \
+                not self.timely(line, len(line)):
+            return None
+        return out_of_range(line, self.ranges) or None
 
     def why_bad(self, line):
         """What is wrong with a line first_bad() refused (ending in a newline)."""
@@ -169,7 +222,7 @@ class Checker:
     def _learn(self, line):
         if len(self.shapes) >= MAX_SHAPES:
             return     # still checked, line by line, with the whole grammar
-        pattern = shape_pattern(line, self.time)
+        pattern = shape_pattern(line, self.time, self.ranges)
         if pattern not in self.shapes:
             self.shapes.append(pattern)
             self.known = re.compile(_atomic(b"(?%>(?:") + b"|".join(self.shapes) + b")*)")

@@ -36,8 +36,8 @@ _ESCAPE_STRING = str.maketrans({'"': r"\"", "\\": r"\\", "\n": "\ufffd", "\r": "
 # the InfluxDB type of every numeric field, fixed by its unit: a field must keep one type
 # or the server rejects the write ("field type conflict")
 INTEGER_UNITS = ("bytes", "count", "")
-FIELD_IS_INT = {n: u in INTEGER_UNITS for n, u, _k, _m in SAMPLE_FIELDS}
-FIELD_IS_INT.update({n: u in INTEGER_UNITS for n, u, _m in SUMMARY_FIELDS})
+FIELD_IS_INT = {n: u in INTEGER_UNITS for n, u, _r, _k, _m in SAMPLE_FIELDS}
+FIELD_IS_INT.update({n: u in INTEGER_UNITS for n, u, _r, _m in SUMMARY_FIELDS})
 FIELD_IS_INT.update({"elapsed_seconds": False, "interval": False})
 
 

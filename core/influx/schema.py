@@ -14,7 +14,7 @@ Measurements:
 import json
 
 from . import lineprotocol as lp
-from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS, UNITS
+from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS, UNITS, bounds
 
 SAMPLE = "jobmon_sample"
 JOB = "jobmon_job"
@@ -39,7 +39,7 @@ PROMOTED_TAGS = ("account", "group", "partition", "queue")
 ALL_TAGS = SHIPPER_TAGS + JOB_TAGS + PROMOTED_TAGS
 
 # the summary fields of the job point (the others are its tags, or method)
-_SUMMARY_VALUES = tuple(n for n, _u, _m in SUMMARY_FIELDS
+_SUMMARY_VALUES = tuple(n for n, _u, _r, _m in SUMMARY_FIELDS
                         if n not in ("job", "host", "user", "method"))
 _SUMMARY_TEXTS = tuple(n for n in _SUMMARY_VALUES if UNITS.get(n) == "text")
 # JSON texts of the job point are bounded, so every line jobmon writes stays under
@@ -129,9 +129,11 @@ def procs_line(tags, record):
 
 def procs_from_row(row):
     """A breakdown record from a row (InfluxQL) or the embedded store's columns."""
-    return {"time": row["time"], "elapsed_seconds": row.get("elapsed_seconds"),
-            "window_seconds": row.get("window_seconds"), "procs": row.get("procs"),
-            "top": _json(row.get("procs_top"), [])}
+    out = {"time": row["time"], "elapsed_seconds": row.get("elapsed_seconds"),
+           "window_seconds": row.get("window_seconds"), "procs": row.get("procs"),
+           "top": _json(row.get("procs_top"), [])}
+    bounds().clean(out)
+    return out
 
 
 def job_line(job, summary=None, lost_points=0, tags=None):
@@ -179,8 +181,13 @@ def action_line(action):
 
 
 def action_from_row(row):
-    """An action as `jobmon act` made it, from a row (InfluxQL or the embedded store)."""
-    return {k: row.get(k) for k in ("time", *ACTION_TAGS, *STORED_TYPES[ACTION])}
+    """An action as `jobmon act` made it, from a row (InfluxQL or the embedded store); its
+    figures outside their ranges left out (None)."""
+    a = {k: row.get(k) for k in ("time", *ACTION_TAGS, *STORED_TYPES[ACTION])}
+    for k, like in (("idle_seconds", "cpu_idle_seconds"), ("warned_at", "start_time")):
+        if not bounds().ok(like, a[k]):
+            a[k] = None
+    return a
 
 
 def _method(name):
@@ -234,6 +241,22 @@ def job_from_row(row):
         s["lost_points"] = row.get("lost_points")
         s.update({k: info[k] for k in ("job", "host", "user", "method", "tags", "command")})
         info["summary"] = s
+    return in_range(info, row.get("time"))
+
+
+def in_range(info, time_ns=None):
+    """A job record with every figure outside its valid range left out (None): a forged
+    or corrupt one never enters a figure (docs/metrics.md). A start time out of range is
+    its point's (time_ns), else None."""
+    b = bounds()
+    if not b.ok("start_time", info.get("start_time")):
+        info["start_time"] = time_ns / 1e9 if isinstance(time_ns, int) and \
+            b.ok("start_time", time_ns / 1e9) else None
+    if not b.ok("interval", info.get("interval")):
+        info["interval"] = None
+    s = info.get("summary")
+    if isinstance(s, dict) and b.clean(s) and s.get("start_time") is None:
+        s["start_time"] = info["start_time"]
     return info
 
 
@@ -241,7 +264,17 @@ def sample_from_row(row):
     s = {"time": row["time"], "elapsed_seconds": row.get("elapsed_seconds"),
          "method": row.get("method")}
     s.update({k: row[k] for k in SAMPLE_NAMES if row.get(k) is not None})
-    return s
+    return sample_in_range(s)
+
+
+def sample_in_range(sample):
+    """A sample without the figures outside their valid ranges (left out)."""
+    for k in bounds().bad(sample):
+        if k == "elapsed_seconds":
+            sample[k] = None
+        else:
+            del sample[k]
+    return sample
 
 
 def _json(text, default):

@@ -168,7 +168,11 @@ class Session:
         s["batch"] = batch_text(self.job)
         if any(getattr(x, "ships", False) for x in sampler.sinks):   # ~2 ms: where it is read
             s["advice"] = _advice(dict(s, scheduler=self.job.get("scheduler")))
+        s["lost_points"] = 0
         sampler.close(s)
+        # the points the spool could not take, as its end-of-job line counts them
+        s["lost_points"] = sum(x.lost for x in sampler.sinks
+                               if isinstance(getattr(x, "lost", None), int))
         return s
 
 

@@ -17,6 +17,7 @@ import time
 from ..influx import grammar
 from ..influx import lineprotocol as lp
 from ..influx import schema
+from ..metrics import bounds
 
 _SHIPPER_TAG_NAMES = tuple(t.encode() for t in schema.SHIPPER_TAGS)
 _SHIPPER_TAG_KEYS = tuple(t + b"=" for t in _SHIPPER_TAG_NAMES)
@@ -85,13 +86,16 @@ class Batch:
 
 
 class LineReader:
-    def __init__(self, host, cluster, batch_bytes, max_job_days=31.0):
+    def __init__(self, host, cluster, batch_bytes, max_job_days=31.0, limits=None):
         self.host, self.cluster, self.batch_bytes = host, cluster, batch_bytes
         self.max_job_days = max_job_days
         self.trusted = {0, os.geteuid()}     # owners whose files may say the user
         self.node_prefix = "".join(f"{lp.tag(k)}={lp.tag(v)}," for k, v in
                                    (("cluster", cluster), ("host", host)) if v).encode()
-        self.checker = grammar.Checker()
+        # every figure's valid range (docs/metrics.md): the site's node, this window
+        ranges = bounds(dict(limits or {}, max_job_days=max_job_days)).of
+        self.checker = grammar.Checker(ranges)
+        self.aside = []     # (owner, file, points, bytes, first line's fields) set aside
         self.owner_prefix = {}
         self.line_bytes = 512        # running estimate, sizes the reads
 
@@ -127,13 +131,26 @@ class LineReader:
             for _ in range(max_points):
                 pos = data.index(b"\n", pos + 1)
             data, points = data[:pos + 1], max_points
-        at = self.checker.first_bad(data)
-        if at is not None:
-            n = data.count(b"\n", 0, at) + 1
-            line = data[at:data.index(b"\n", at) + 1]
-            sf.bad = f"line {n} of this read (byte {sf.offset + at}) {self.checker.why_bad(line)}"
-            return None
         end = sf.offset + len(data)
+        kept, pos, aside, why = [], 0, 0, None
+        while True:
+            at = self.checker.first_bad(data, pos)
+            if at is None:
+                break
+            line = data[at:data.index(b"\n", at) + 1]
+            fields = self.checker.out_of_range(line)
+            if fields is None:
+                n = data.count(b"\n", 0, at) + 1
+                sf.bad = f"line {n} of this read (byte {sf.offset + at}) " \
+                    f"{self.checker.why_bad(line)}"
+                return None
+            # a figure no run can show: this line is set aside, the rest go on
+            kept.append(data[pos:at])
+            pos, aside, why = at + len(line), aside + 1, why or fields
+        if aside:
+            kept.append(data[pos:])
+            self.aside.append((sf.owner, sf.name, aside, len(data) - sum(map(len, kept)), why))
+            data, points = b"".join(kept), points - aside
         sf.offset = end
         stamped, ended, lost = self.stamp(data, sf.owner, sf.st.st_uid in self.trusted)
         return stamped, points, end, ended, lost

@@ -55,7 +55,9 @@ class Shipper:
         sp = cfg["spool"]
         self.spool = SpoolDir(sp["dir"], sp["max_bytes"], sp["max_bytes_per_user"],
                               self.batch_bytes, self.state)
-        self.lines = LineReader(self.host, self.cluster, self.batch_bytes, sh["max_job_days"])
+        self.lines = LineReader(self.host, self.cluster, self.batch_bytes, sh["max_job_days"],
+                                cfg["limits"])
+        self.told_aside = set()    # files whose set-aside lines were logged (once each)
         self.pending_since = None
         self.last_metrics = 0.0
         self.senders = sh["senders"]
@@ -85,6 +87,8 @@ class Shipper:
                 while not sf.bad:
                     got = self.lines.read(sf, self.batch_bytes - batch.bytes,
                                           self.batch_points - batch.points)
+                    if self.lines.aside:
+                        self.set_aside()
                     if got is None:
                         break
                     batch.add(sf, *got)
@@ -117,6 +121,21 @@ class Shipper:
             self.collect(quietly=True)   # only left in flight when something raised
             for sf in files:
                 os.close(sf.fd)
+
+    def set_aside(self):
+        """Lines with a figure no run can show (docs/metrics.md, "Valid ranges"): never
+        sent, counted against the user who wrote them, each file's said once."""
+        for owner, name, points, nbytes, fields in self.lines.aside:
+            self.state.counters["out_of_range_points"] += points
+            self.state.lose(owner, "out_of_range", points, nbytes)
+            if len(self.told_aside) > 4096:   # bounded: a file name each
+                self.told_aside.clear()
+            if name not in self.told_aside:
+                self.told_aside.add(name)
+                log.warning("spool file %s (owner %s): %d line(s) set aside, a figure out of "
+                            "its valid range (%s); the rest of the file is sent", name, owner,
+                            points, ", ".join(fields[:5]))
+        self.lines.aside = []
 
     def mark_ended(self, done):
         """Finished files whose job's end point never came (sampler killed, disk full):

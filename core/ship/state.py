@@ -15,7 +15,8 @@ log = logging.getLogger("jobmon.ship")
 STATE_FILE = "ship-state.json"
 COUNTERS = ("shipped_points", "shipped_batches", "dropped_points", "dropped_bytes",
             "dropped_files", "torn_lines", "quarantined_files", "rejected_entries",
-            "sampler_lost_points", "jobs_without_summary", "send_errors")
+            "sampler_lost_points", "jobs_without_summary", "send_errors",
+            "out_of_range_points")
 # why data was lost (docs/schema.md, jobmon_shipper)
 REASONS = {
     "over_share": "spool over its limit (or its disk full): dropped from a user over their share",
@@ -27,6 +28,7 @@ REASONS = {
     "caused_loss": "points other users' samplers could not spool while this user's data, over "
                    "their share, filled the spool's disk",
     "no_summary": "jobs that ended without an end-of-job record (marked ended by the shipper)",
+    "out_of_range": "lines set aside: a figure outside its valid range (docs/metrics.md)",
 }
 LOSS_KEYS = ("points", "bytes", "files")
 FULL_KEPT = 64            # the last times the spool's disk was seen full

@@ -243,8 +243,8 @@ class InfluxStore(Store):
         rows = self.rows(f'SELECT {cols} FROM "{schema.SAMPLE}" WHERE time >= '
                          f'{int(since * 1e9)} GROUP BY * ORDER BY time DESC LIMIT 1',
                          self.samples_database)
-        return [dict({t: r.get(t) for t in schema.ALL_TAGS},
-                     sample={k: r[k] for k in ("time",) + self.LATEST if r.get(k) is not None})
+        return [dict({t: r.get(t) for t in schema.ALL_TAGS}, sample=schema.sample_in_range(
+                     {k: r[k] for k in ("time",) + self.LATEST if r.get(k) is not None}))
                 for r in rows]
 
     def actions(self, since=None, jobs=None):

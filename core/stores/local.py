@@ -156,7 +156,7 @@ class LocalStore(Sink, Store):
         return [_info(i, s, run) for run, i, s in rows]
 
     def samples(self, record):
-        return [_loads(d) for (d,) in self.db.execute(
+        return [_sample(d) for (d,) in self.db.execute(
             "SELECT data FROM samples WHERE run = ? ORDER BY time", (record["_row"],))]
 
     def _report_schema(self):
@@ -236,7 +236,7 @@ class LocalStore(Sink, Store):
         """The `last` samples of one record, in time order."""
         rows = self.db.execute("SELECT data FROM samples WHERE run = ? ORDER BY time DESC "
                                "LIMIT ?", (record["_row"], int(last))).fetchall()
-        return [_loads(d) for (d,) in reversed(rows)]
+        return [_sample(d) for (d,) in reversed(rows)]
 
     def breakdowns(self, record, last=None):
         """One record's breakdowns in time order (the `last` ones only, when given)."""
@@ -290,11 +290,17 @@ ACTIONS = """CREATE TABLE IF NOT EXISTS actions (
 
 
 def _info(info, summary, row):
+    from ..influx.schema import in_range
     d = _loads(info)
     d["summary"] = _loads(summary) if summary else None
     d.setdefault("run", None)
     d["_row"] = row   # where its samples are
-    return d
+    return in_range(d)   # its figures outside their ranges left out (docs/metrics.md)
+
+
+def _sample(text):
+    from ..influx.schema import sample_in_range
+    return sample_in_range(_loads(text))
 
 
 def _loads(text):
