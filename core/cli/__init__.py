@@ -28,7 +28,8 @@ def main(version: bool = typer.Option(False, "--version", callback=_version, is_
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
     cmd: List[str] = typer.Argument(..., metavar="-- CMD [ARGS...]", help="The command to run."),
-    interval: float = typer.Option(1.0, metavar="S", help="Seconds between samples."),
+    interval: float = typer.Option(1.0, metavar="S", help="Seconds between samples (over "
+                                   "0, at most 86400)."),
     job_id: Optional[str] = typer.Option(None, metavar="ID", help="Job id to store the run under."),
     tag: List[str] = typer.Option([], metavar="K=V", help="Tag every sample with K=V (repeatable)."),
     format: str = typer.Option("jsonl", help="Format of --out: jsonl or csv."),

@@ -25,14 +25,23 @@ def parse_time(text, now=None, param="--since"):
         return now
     m = _AGO.match(t.lower())
     if m:
-        return now - float(m.group(1)) * _SECONDS[m.group(2)]
+        return _stored(now - float(m.group(1)) * _SECONDS[m.group(2)], text, param)
     try:
         when = datetime.datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
+        return _stored(when.timestamp(), text, param)   # naive: local time
+    except (ValueError, OverflowError, OSError):
         raise typer.BadParameter(f"{text!r} is neither a duration (7d, 12h, 30m, 2w) nor an "
                                  "ISO date or time (2024-05-01, 2024-05-01T12:00)",
                                  param_hint=param)
-    return when.timestamp()   # naive: local time
+
+
+def _stored(t, text, param):
+    """A time a store can hold a job at: from the epoch (1970) on, before 2242 (every
+    store's reads are in ns since the epoch, InfluxDB's an int64)."""
+    if not 0 <= t < 1 << 33:
+        raise typer.BadParameter(f"{text!r} is before 1970 or after 2242: no job can have "
+                                 "started then", param_hint=param)
+    return t
 
 
 def limits():

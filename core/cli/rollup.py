@@ -29,6 +29,9 @@ def register(app):
         from ..report import rollup as rollups
         now = time.time()
         t0, t1 = parse_time(since, now), parse_time(until, now, "--until") if until else now
+        if t1 <= t0:
+            raise typer.BadParameter(f"{until or 'now'!r} is not after --since {since!r}",
+                                     param_hint="--until")
         cfg = load_config(config_path)
         started = time.monotonic()
         if store is None and cfg.uses_influxdb:

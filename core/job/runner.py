@@ -13,6 +13,7 @@ from .. import cgroups
 from . import launcher, trampoline
 
 USAGE = "jobmon run [OPTIONS] -- CMD [ARGS...]"
+MAX_INTERVAL = 86400.0   # s: a sample a day at least (no run outlives shipper.max_job_days)
 
 
 class Args:
@@ -87,11 +88,13 @@ def parse(argv):
     args.cmd = argv[i + 1:] if argv[i:i + 1] == ["--"] else argv[i:]
     if not args.cmd:
         raise UsageError("no command given")
-    if not args.interval > 0:
-        raise UsageError("--interval must be > 0")
+    if not 0 < args.interval <= MAX_INTERVAL:   # (NaN and inf are not)
+        raise UsageError(f"--interval must be > 0 and at most {MAX_INTERVAL:.0f} (a day)")
     args.tags = parse_tags(tags)
     if args.job_id is not None:
         args.job_id = argv_text(args.job_id)
+        if not args.job_id.strip():
+            raise UsageError("--job-id must not be empty (leave it out for a generated one)")
     return args
 
 
