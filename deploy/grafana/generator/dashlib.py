@@ -35,6 +35,26 @@ FILTER_TAGS = ("cluster", "account", "group", "user", "host")
 # another user (`ownership`, docs/security.md: every end point has it, the shipper writes
 # "unconfirmed" and `jobmon reconcile` settles it)
 RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./) AND \"ownership\" != 'claim'"
+# every summed figure's valid range (docs/metrics.md, "Valid ranges": jobmon's defaults, a
+# node of 1,024 cores, 64 TiB, 30 kW and 64 GPUs, runs of up to 31 days; a test keeps them
+# equal to core/metrics/ranges.py). A point with a figure outside it is a forged or corrupt
+# one: InfluxQL cannot leave out one field of a point, so the whole point is left out
+BOUNDS = {"wall_seconds": 2678400, "used_core_hours": 761856, "provisioned_core_hours": 761856,
+          "idle_core_hours": 761856, "idle_canonical_core_hours": 24379392,
+          "gpu_hours": 47616, "idle_gpu_hours": 47616, "energy_joules": 80352000000,
+          "co2e_grams": 44640000, "cpu_efficiency_percent": 102400,
+          "mem_efficiency_percent": 2 ** 53, "oom_kills": 2 ** 53, "cores_allocated": 1024,
+          "mem_allocated_bytes": 2 ** 63 - 1}
+
+
+def in_range(*fields):
+    """Each field within its valid range (a point without one of them is left out too)."""
+    return " AND ".join(f'"{f}" >= 0 AND "{f}" <= {BOUNDS[f]}' for f in fields)
+
+
+# an end-of-job point whose wall time and used core-hours a run can have: every one has
+# both, a forged one may not
+SANE = in_range("wall_seconds", "used_core_hours")
 # the tags that tell one job's run apart: two schedds' 4711.0 are two jobs, two users' runs
 # of one id two runs (a query grouped by fewer merges them)
 ONE_RUN = '"job", "schedd", "run", "user"'

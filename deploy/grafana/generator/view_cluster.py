@@ -1,18 +1,20 @@
 """The cluster overview: running jobs, efficiency distributions, idle canonical core-hours
 and GPU-hours by group and by site, top wasters, goodput/badput, and shipper health."""
-from dashlib import (ACTION, JOB, ONE_RUN, RUNS, SAMPLE, SHIPPER, Grid, barchart, dashboard,
-                     field_links, filter_vars, histogram, match, piechart, row, stat, table,
-                     table_target, target, timeseries, unit_override)
+from dashlib import (ACTION, JOB, ONE_RUN, RUNS, SAMPLE, SANE, SHIPPER, Grid, barchart,
+                     dashboard, field_links, filter_vars, histogram, in_range, match, piechart,
+                     row, stat, table, table_target, target, timeseries, unit_override)
 
 CF = match("cluster", "account", "group", "user") + " AND $__timeFilter"
-CJ = CF + " AND " + RUNS   # job points: runs, not their steps
+# job points: runs, not their steps, with figures a run can have (docs/metrics.md)
+CJ = CF + " AND " + RUNS + " AND " + SANE
 # shipper points carry host and cluster only (and user, reason on the loss points)
 SF = "\"reason\" = '' AND " + match("cluster") + " AND $__timeFilter"
+PROVISIONED = in_range("provisioned_core_hours")
 
 
 def by(tag, field, alias):
-    return table_target(f'SELECT sum("{field}") AS {alias} FROM "{JOB}" WHERE {CJ} '
-                        f'GROUP BY "{tag}"')
+    return table_target(f'SELECT sum("{field}") AS {alias} FROM "{JOB}" WHERE {CJ} AND '
+                        f'{in_range(field)} GROUP BY "{tag}"')
 
 
 def build():
@@ -26,9 +28,10 @@ def build():
         description="Job runs (per node) that sent a sample in each interval."))
     p.append(piechart(g, "Goodput / badput (core-hours)", [
         target(f'SELECT sum("provisioned_core_hours") AS goodput FROM "{JOB}" '
-               f'WHERE "outcome" = \'goodput\' AND {CJ}', fmt="table"),
+               f'WHERE "outcome" = \'goodput\' AND {CJ} AND {PROVISIONED}', fmt="table"),
         target(f'SELECT sum("provisioned_core_hours") AS badput FROM "{JOB}" '
-               f'WHERE "outcome" = \'badput\' AND {CJ}', ref="B", fmt="table")],
+               f'WHERE "outcome" = \'badput\' AND {CJ} AND {PROVISIONED}', ref="B",
+               fmt="table")],
         w=6, description="Core-hours of jobs that completed vs failed, killed or evicted."))
     p.append(piechart(g, "Goodput / badput (jobs)", [
         target(f'SELECT count("wall_seconds") AS goodput FROM "{JOB}" '
@@ -36,10 +39,12 @@ def build():
         target(f'SELECT count("wall_seconds") AS badput FROM "{JOB}" '
                f'WHERE "outcome" = \'badput\' AND {CJ}', ref="B", fmt="table")], w=6))
     p.append(histogram(g, "CPU efficiency of finished jobs", [table_target(
-        f'SELECT "cpu_efficiency_percent" FROM "{JOB}" WHERE {CJ}')],
+        f'SELECT "cpu_efficiency_percent" FROM "{JOB}" WHERE {CJ} AND '
+        f'{in_range("cpu_efficiency_percent")}')],
         description="How many jobs used what share of the cores they were given."))
     p.append(histogram(g, "Memory efficiency of finished jobs", [table_target(
-        f'SELECT "mem_efficiency_percent" FROM "{JOB}" WHERE {CJ}')]))
+        f'SELECT "mem_efficiency_percent" FROM "{JOB}" WHERE {CJ} AND '
+        f'{in_range("mem_efficiency_percent")}')]))
 
     p.append(row(g, "Idle resources"))
     p.append(barchart(g, "Idle canonical core-hours by group", [
@@ -106,7 +111,8 @@ def build():
     for tag, label in (("user", "user"), ("account", "account"), ("cluster", "site")):
         p.append(barchart(g, f"Energy (kWh) and CO2e (kg) by {label}", [table_target(
             f'SELECT sum("energy_joules") / 3600000 AS energy_kwh, '
-            f'sum("co2e_grams") / 1000 AS co2e_kg FROM "{JOB}" WHERE {CJ} GROUP BY "{tag}"')],
+            f'sum("co2e_grams") / 1000 AS co2e_kg FROM "{JOB}" WHERE {CJ} AND '
+            f'{in_range("energy_joules")} GROUP BY "{tag}"')],
             w=8, description="The jobs' energy where node readers run: their GPUs' counters "
                              "plus their apportioned share of their nodes' CPU package and "
                              "DRAM energy; CO2e at each node's carbon intensity "

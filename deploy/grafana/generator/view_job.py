@@ -1,6 +1,6 @@
 """The single-job dashboard: one job (and run) over time, its summary, efficiency and the
 scheduler's figures."""
-from dashlib import (JOB, SAMPLE, Grid, dashboard, filter_vars, match, row, stat, table,
+from dashlib import (JOB, SAMPLE, SANE, Grid, dashboard, filter_vars, match, row, stat, table,
                      table_target, tag_var, target, text, timeseries, unit_override)
 
 # the job of the user chosen (two users may run jobs of one id), narrowed like the chain of
@@ -46,15 +46,15 @@ def build():
     p.append(stat(g, "Core-hours", [target(
         f'SELECT sum("provisioned_core_hours") AS provisioned, sum("used_core_hours") AS used, '
         f'sum("idle_core_hours") AS idle, sum("idle_canonical_core_hours") AS idle_canonical '
-        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=3,
+        f'FROM "{JOB}" WHERE {F} AND {SANE}', fmt="table")], decimals=3,
         description="Provisioned, used and idle core-hours; idle canonical core-hours count "
                     "idle memory too, in whole canonical units (1 core + 2 GiB)."))
     p.append(stat(g, "GPU-hours", [target(
         f'SELECT sum("gpu_hours") AS gpu_hours, sum("idle_gpu_hours") AS idle_gpu_hours '
-        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=3))
+        f'FROM "{JOB}" WHERE {F} AND {SANE}', fmt="table")], decimals=3))
     p.append(stat(g, "Energy and CO2e", [target(
         f'SELECT sum("energy_joules") / 3600000 AS energy_kwh, sum("co2e_grams") AS co2e_grams '
-        f'FROM "{JOB}" WHERE {F}', fmt="table")], decimals=4,
+        f'FROM "{JOB}" WHERE {F} AND {SANE}', fmt="table")], decimals=4,
         overrides=[unit_override("energy_kwh", "kwatth"), unit_override("co2e_grams", "none")],
         description=ENERGY))
     p.append(table(g, "Job summary", [table_target(

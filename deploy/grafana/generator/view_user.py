@@ -1,6 +1,6 @@
 """The user dashboard: one user's recent jobs and their efficiency, arrays and batches
 summarized."""
-from dashlib import (JOB, ONE_RUN, RUNS, Grid, dashboard, field_links, filter_vars, job_link,
+from dashlib import (JOB, ONE_RUN, RUNS, SANE, Grid, dashboard, field_links, filter_vars, job_link,
                      match, row, stat, table, table_target, target, timeseries, unit_override)
 
 U = match("user", "cluster", "account", "group") + " AND $__timeFilter AND " \
@@ -20,12 +20,13 @@ def build():
     p.append(stat(g, "Jobs", [target(
         f'SELECT count("wall_seconds") AS jobs, sum("used_core_hours") AS used_core_hours, '
         f'sum("idle_canonical_core_hours") AS idle_canonical_core_hours FROM "{JOB}" '
-        f'WHERE {U}', fmt="table")], w=12, decimals=2))
+        f'WHERE {U} AND {SANE}', fmt="table")], w=12, decimals=2))
     p.append(stat(g, "Goodput / badput", [
         target(f'SELECT count("wall_seconds") AS goodput FROM "{JOB}" '
-               f'WHERE "outcome" = \'goodput\' AND {U}', fmt="table"),
+               f'WHERE "outcome" = \'goodput\' AND {U} AND {SANE}', fmt="table"),
         target(f'SELECT count("wall_seconds") AS badput FROM "{JOB}" '
-               f'WHERE "outcome" = \'badput\' AND {U}', ref="B", fmt="table")], w=12))
+               f'WHERE "outcome" = \'badput\' AND {U} AND {SANE}', ref="B", fmt="table")],
+        w=12))
     p.append(timeseries(g, "Efficiency of each job (at its start)", [target(
         f'SELECT "cpu_efficiency_percent" AS cpu, "mem_efficiency_percent" AS mem '
         f'FROM "{JOB}" WHERE {U}', alias="$col")], unit="percent", points=True, w=24,
