@@ -303,3 +303,24 @@ def test_the_dashboards_bounds_are_the_metrics():
     from jobmon.metrics.ranges import DEFAULTS
     of = bounds(DEFAULTS).of
     assert {k: v for k, v in dashlib.BOUNDS.items()} == {k: of[k][1] for k in dashlib.BOUNDS}
+
+
+def test_the_read_service_leaves_forged_figures_out(site):
+    """`jobmon query`, `list` and `report` through `jobmon serve`, as the user whose
+    forged record it is: the service reads through the same stores."""
+    from serve_site import Munged, Service
+    rec = good_record(site)
+    write(site, forged_lines(rec, "forged", summary=FORGED_SUMMARY))
+    munged = Munged()
+    service = Service(site, munged).start()
+    try:
+        for args in (("query", "forged", "--json", "--no-scheduler"),
+                     ("report", "--by=account", "--json", "--since=1d")):
+            r = service.jobmon(*args, user=TEST_USER)
+            assert "Traceback" not in r.stderr, r.stderr
+            sane(json.loads(r.stdout))
+        assert "forged" in service.jobmon("list", "-n", "50", user=TEST_USER).stdout
+        assert "Traceback" not in service.logged()
+    finally:
+        service.close()
+        munged.close()
