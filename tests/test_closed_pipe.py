@@ -110,3 +110,20 @@ def test_the_condor_wrappers_warning_into_a_closed_stderr_spares_the_job():
     [(info, summary, samples)] = starter.records("5.0")
     assert (summary["exit_code"], summary["signal"]) == (3, None)
     assert summary["wall_seconds"] >= 1.2 and len(samples) == summary["samples"] >= 5
+
+
+def test_a_file_size_limit_jobmon_runs_into_spares_the_job(tmp_path):
+    """jobmon's own write past RLIMIT_FSIZE raises SIGXFSZ on jobmon (the kernel's, sent as
+    by jobmon itself): jobmon gets EFBIG, the job runs to its end with its own status."""
+    import resource
+    marker = tmp_path / "marker"
+    out = tmp_path / "samples.jsonl"
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+    r = subprocess.run([JOBMON, "run", f"--out={out}", "--store=none", "--cgroup=none",
+                        "--interval=0.05", "--", "sh", "-c", JOB.format(marker=marker)],
+                       preexec_fn=small_files, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert marker.read_text() == "done\n"
+    assert 0 < out.stat().st_size <= 2048 and "Traceback" not in r.stderr
