@@ -160,7 +160,7 @@ SUMMARY_FIELDS = (
     ("monitor_errors", "count", "count",
      "probe or sink errors the sampler met (each warned about)"),
     # what the job was given and what it used of it (core/summary/efficiency.py; docs/reports.md)
-    ("cores_requested", "cores", "cores", "cores the job asked for (HTCondor RequestCpus; "
+    ("cores_requested", "cores", "ratio", "cores the job asked for (HTCondor RequestCpus; "
      "`--tag request_cpus=N`)"),
     ("cores_allocated", "cores", "cores",
      "cores the job was given: HTCondor CpusProvisioned, Slurm's alloc_cpus (its allocation "
@@ -174,7 +174,7 @@ SUMMARY_FIELDS = (
      "GPUs the job asked for (RequestGPUs; `--tag request_gpus=N`)"),
     ("gpus_allocated", "count", "gpus",
      "GPUs the job was given: GPUsProvisioned, else the GPUs it could see, else the request"),
-    ("cpu_efficiency_percent", "%", "share",
+    ("cpu_efficiency_percent", "%", "ratio",
      "(user + system CPU) / (cores_allocated x wall) x 100"),
     ("mem_efficiency_percent", "%", "ratio", "mem_sizing_peak_bytes / mem_allocated_bytes x 100"),
     ("canonical_units", "units", "ratio",

@@ -42,7 +42,7 @@ RUNS = "(\"scheduler\" != 'slurm' OR \"job\" !~ /\\./) AND \"ownership\" != 'cla
 BOUNDS = {"wall_seconds": 2678400, "used_core_hours": 761856, "provisioned_core_hours": 761856,
           "idle_core_hours": 761856, "idle_canonical_core_hours": 24379392,
           "gpu_hours": 47616, "idle_gpu_hours": 47616, "energy_joules": 80352000000,
-          "co2e_grams": 44640000, "cpu_efficiency_percent": 102400,
+          "co2e_grams": 44640000, "cpu_efficiency_percent": 2 ** 53,
           "mem_efficiency_percent": 2 ** 53, "oom_kills": 2 ** 53, "cores_allocated": 1024,
           "mem_allocated_bytes": 2 ** 63 - 1}
 
