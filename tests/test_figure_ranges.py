@@ -239,7 +239,10 @@ def test_the_readers_leave_forged_figures_out_embedded(tmp_path):
                                         provisioned_core_hours=math.nan), None),
                            ("9999", None, dict(FORGED_SAMPLE, cpu_idle_seconds=math.inf,
                                                gpu_unused_seconds=math.nan)),
-                           ("8888", None, dict(FORGED_SAMPLE, cpu_idle_seconds=4000.0))):
+                           ("8888", None, dict(FORGED_SAMPLE, cpu_idle_seconds=4000.0)),
+                           ("7777", None, dict(FORGED_SAMPLE, cpu_idle_seconds=4000.0,
+                                               time="yesterday")),
+                           ("6666", None, [1, 2])):
         i = dict(info, job=job, scheduler="slurm" if sample else info["scheduler"],
                  start_time=now - 10)
         rid = db.execute("INSERT INTO runs (job, host, user, method, start_time, end_time, "
@@ -248,8 +251,10 @@ def test_the_readers_leave_forged_figures_out_embedded(tmp_path):
                           json.dumps(i), json.dumps(s) if s else None)).lastrowid
         if sample:
             t = time.time_ns()
+            data = dict({"time": t}, **sample, method="procfs") if isinstance(
+                sample, dict) else sample           # (6666: not even an object)
             db.execute("INSERT INTO samples (run, time, data) VALUES (?,?,?)",
-                       (rid, t, json.dumps(dict(sample, time=t, method="procfs"))))
+                       (rid, t, json.dumps(data)))
     db.commit()
     db.close()
     for job in ("forged", "nan"):
@@ -259,8 +264,10 @@ def test_the_readers_leave_forged_figures_out_embedded(tmp_path):
     jm("rollup", f"--store={store}", "--since=1d")
     assert by_account() == before
     r = jm("act", f"--store={store}", "--json", rc=(0, 75))
-    decided = {d["job"] for d in json.loads(r.stdout)["decisions"]}
-    assert "8888" in decided and "9999" not in decided, r.stdout
+    doc = json.loads(r.stdout)
+    decided = {d["job"] for d in doc["decisions"]}
+    # 7777's sample is timed by its row; 6666's says nothing: not idle
+    assert {"8888", "7777"} <= decided and not decided & {"9999", "6666"}, r.stdout
 
 
 def test_the_dashboards_leave_forged_points_out(site):

@@ -156,8 +156,8 @@ class LocalStore(Sink, Store):
         return [_info(i, s, run) for run, i, s in rows]
 
     def samples(self, record):
-        return [_sample(d) for (d,) in self.db.execute(
-            "SELECT data FROM samples WHERE run = ? ORDER BY time", (record["_row"],))]
+        return [_sample(t, d) for t, d in self.db.execute(
+            "SELECT time, data FROM samples WHERE run = ? ORDER BY time", (record["_row"],))]
 
     def _report_schema(self):
         if self.reporting is None:
@@ -234,19 +234,19 @@ class LocalStore(Sink, Store):
 
     def last_samples(self, record, last):
         """The `last` samples of one record, in time order."""
-        rows = self.db.execute("SELECT data FROM samples WHERE run = ? ORDER BY time DESC "
-                               "LIMIT ?", (record["_row"], int(last))).fetchall()
-        return [_sample(d) for (d,) in reversed(rows)]
+        rows = self.db.execute("SELECT time, data FROM samples WHERE run = ? ORDER BY time "
+                               "DESC LIMIT ?", (record["_row"], int(last))).fetchall()
+        return [_sample(t, d) for t, d in reversed(rows)]
 
     def breakdowns(self, record, last=None):
         """One record's breakdowns in time order (the `last` ones only, when given)."""
         if last:
-            rows = self.db.execute("SELECT data FROM procs WHERE run = ? ORDER BY time DESC "
-                                   "LIMIT ?", (record["_row"], int(last))).fetchall()[::-1]
+            rows = self.db.execute("SELECT time, data FROM procs WHERE run = ? ORDER BY time "
+                                   "DESC LIMIT ?", (record["_row"], int(last))).fetchall()[::-1]
         else:
-            rows = self.db.execute("SELECT data FROM procs WHERE run = ? ORDER BY time",
+            rows = self.db.execute("SELECT time, data FROM procs WHERE run = ? ORDER BY time",
                                    (record["_row"],))
-        return [_loads(d) for (d,) in rows]
+        return [_timed(t, d) for t, d in rows]
 
     # --- `jobmon act`'s warnings and actions (a table made by its first write) ---
     def latest(self, since):
@@ -298,9 +298,19 @@ def _info(info, summary, row):
     return in_range(d)   # its figures outside their ranges left out (docs/metrics.md)
 
 
-def _sample(text):
+def _timed(time_ns, text):
+    """A stored sample or breakdown: an object, timed as its row is (a corrupt one: the
+    row's time and nothing else)."""
+    d = _loads(text)
+    d = d if isinstance(d, dict) else {}
+    if d.get("time").__class__ is not int:
+        d["time"] = time_ns
+    return d
+
+
+def _sample(time_ns, text):
     from ..influx.schema import sample_in_range
-    return sample_in_range(_loads(text))
+    return sample_in_range(_timed(time_ns, text))   # figures out of range left out
 
 
 def _loads(text):
