@@ -244,7 +244,7 @@ def test_the_readers_leave_forged_figures_out_embedded(tmp_path):
                                                time="yesterday")),
                            ("6666", None, [1, 2])):
         i = dict(info, job=job, scheduler="slurm" if sample else info["scheduler"],
-                 start_time=now - 10)
+                 start_time=round(now - 10, 3))   # (as jobmon writes it)
         rid = db.execute("INSERT INTO runs (job, host, user, method, start_time, end_time, "
                          "info, summary) VALUES (?,?,?,?,?,?,?,?)",
                          (job, i["host"], i["user"], i["method"], i["start_time"], None,
@@ -268,6 +268,25 @@ def test_the_readers_leave_forged_figures_out_embedded(tmp_path):
     decided = {d["job"] for d in doc["decisions"]}
     # 7777's sample is timed by its row; 6666's says nothing: not idle
     assert {"8888", "7777"} <= decided and not decided & {"9999", "6666"}, r.stdout
+    # a pilot (what it held in its tags) whose payloads are the forged and the NaN records
+    db = sqlite3.connect(store)
+    pilot = dict(info, job="pilot1", start_time=info["start_time"] - 60,
+                 tags=dict(info["tags"], alloc_cpus="4"))
+    db.execute("INSERT INTO runs (job, host, user, method, start_time, info, summary) VALUES "
+               "(?,?,?,?,?,?,?)", ("pilot1", pilot["host"], pilot["user"], pilot["method"],
+                                   pilot["start_time"], json.dumps(pilot), json.dumps(dict(
+                                       summary, job="pilot1", start_time=pilot["start_time"],
+                                       end_time=now + 60, wall_seconds=now + 60 -
+                                       pilot["start_time"]))))
+    for rid, i in db.execute("SELECT id, info FROM runs WHERE job IN ('forged', 'nan')"
+                             ).fetchall():
+        i = json.loads(i)
+        db.execute("UPDATE runs SET info = ? WHERE id = ?",
+                   (json.dumps(dict(i, tags=dict(i["tags"], pilot="pilot1"))), rid))
+    db.commit()
+    db.close()
+    sane(json.loads(jm("pilot", "pilot1", f"--store={store}", "--json",
+                       f"--validated-at={pilot['start_time'] + 1}").stdout))
 
 
 def test_the_dashboards_leave_forged_points_out(site):
