@@ -45,15 +45,16 @@ def eventlog_records(path, wanted):
         elif t in (2, 4, 5, 7, 24) and r is not None:   # the run ends
             _end_run(r, t, e, ev.timestamp)
             runs.pop(key)
-        elif t == 12 and key in last:   # held: right after the run it ended, or while idle
-            h = last[key]
-            if h.status == "evicted" and key not in runs:
-                h.status = "held"
-            h.hold_reason, h.hold_code = e.get("HoldReason"), e.get("HoldReasonCode")
-            h.hold_subcode = e.get("HoldReasonSubCode")
-        elif t == 9 and key in last:   # aborted: removed
+        elif t == 12 and key in last:   # held: before the run's eviction (the schedd
+            h = last[key]                # writes it at once, the shadow the run's end after
+            if h.status == "running":    # the vacate time), or right after it (its code
+                h.status = "held"        # said so), or while idle (not this run's end)
+            if h.status == "held":
+                h.hold_reason, h.hold_code = e.get("HoldReason"), e.get("HoldReasonCode")
+                h.hold_subcode = e.get("HoldReasonSubCode")
+        elif t == 9 and key in last:   # aborted: removed (likewise)
             a = last[key]
-            if a.status in ("evicted", "running"):
+            if a.status == "running":
                 a.status = "removed"
             a.remove_reason = e.get("Reason")
     return out
@@ -80,9 +81,17 @@ def _end_run(r, t, e, timestamp):
             if attr.startswith("Request") and e.get(attr) is not None:
                 setattr(r, field, e[attr] * scale)
         _set_provisioned(r, e)
-    else:
-        r.status = "evicted"
+    else:   # held or removed before this event said so (above); else the code says it
         r.vacate_reason, r.vacate_code = e.get("Reason"), e.get("ReasonCode")
+        code = r.vacate_code
+        if r.status not in ("held", "removed"):
+            r.status = "held" if isinstance(code, int) and 0 < code < 1000 else \
+                "removed" if code == 1023 else "evicted"
+        if r.status == "held" and r.hold_code is None:
+            r.hold_code, r.hold_reason = code, r.vacate_reason
+            r.hold_subcode = e.get("ReasonSubCode")
+        if r.status == "removed" and r.remove_reason is None:
+            r.remove_reason = r.vacate_reason
 
 
 def _set_provisioned(r, ad):

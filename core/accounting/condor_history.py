@@ -72,6 +72,7 @@ def record_from_ad(ad, source, banner=None):
             v = _string(ad, last) if field == "hold_reason" else _int(ad, last)
         setattr(r, field, v)
     r.vacate_code = _int(ad, "VacateReasonCode")
+    _run_end(r, ad, source)
     r.host = _string(ad, "LastRemoteHost") or _string(ad, "RemoteHost")
     # the run: NumJobStarts counts this run once it started, in an epoch ad (written as its
     # run ends) as in a final one (which describes the job's last run)
@@ -82,6 +83,77 @@ def record_from_ad(ad, source, banner=None):
     if r.wall_seconds is None and source in ("epoch", "queue") and r.runs == 1:
         r.wall_seconds = r.wall_seconds_all_runs
     return r
+
+
+# --- how the run ended ---------------------------------------------------------------------------
+
+HOLD_CODES_BELOW = 1000   # VacateReasonCode below it: the hold that ended the run (its code)
+JOB_REMOVED = 1023        # VacateReasonCode of condor_rm (CONDOR_HOLD_CODE::JobRemoved)
+
+
+def _run_end(r, ad, source):
+    """The run's end in r.status and its reason fields. An epoch ad is written as its run
+    ends, and its JobStatus is 2 (running) whatever ended it: the end is in its other
+    fields -- HoldReasonCode (held by a policy at the run's exit), VacateReasonCode (a hold
+    code below 1000 for condor_hold and other holds, 1023 for condor_rm, another code for an
+    eviction: condor_vacate_job's 1022, the startd's, a failed start), else the exit fields
+    (completed). The job's ad (history, schedd, queue) keeps the vacate fields of an earlier
+    run: they are this run's only when LastVacateTime is not before its start."""
+    if r.vacate_code is not None and not _this_run(ad, "LastVacateTime"):
+        r.vacate_code = r.vacate_reason = None
+    if source != "epoch":
+        return
+    if _int(ad, "HoldReasonCode") is not None:
+        r.status = "held"
+    elif r.vacate_code is not None:
+        _vacated(r, _int(ad, "VacateReasonSubCode"))
+    elif r.exit_code is not None or r.signal is not None:
+        r.status = "completed"
+    else:
+        r.status = None   # nothing says how it ended
+    if r.status != "held":   # an earlier run's hold (LastHoldReason*)
+        r.hold_code = r.hold_subcode = r.hold_reason = None
+
+
+def _vacated(r, subcode):
+    """Status and reasons of a run its vacate code ended."""
+    code = r.vacate_code
+    if code < HOLD_CODES_BELOW:
+        r.status = "held"
+        r.hold_code, r.hold_subcode, r.hold_reason = code, subcode, r.vacate_reason
+    elif code == JOB_REMOVED:
+        r.status = "removed"
+        r.remove_reason = r.remove_reason or r.vacate_reason
+    else:
+        r.status = "evicted"
+
+
+def records_from_ad(ad, source, banner=None):
+    """[record_from_ad()], and for a job's ad (history, schedd, queue) also the run before
+    its last where the ad says how that one ended: its last vacate (LastVacateTime) fell
+    between that run's start (JobLastStartDate) and the last run's (JobCurrentStartDate)."""
+    last = record_from_ad(ad, source, banner)
+    out = [last]
+    t, since, until = (_time(ad, a) for a in ("LastVacateTime", "JobLastStartDate",
+                                              "JobCurrentStartDate"))
+    code = _int(ad, "VacateReasonCode")
+    if source == "epoch" or (last.run or 0) < 2 or None in (t, since, until, code) or \
+            not since <= t < until:
+        return out
+    prev = Record(source=source, job=last.job, cluster=last.cluster, proc=last.proc,
+                  global_job_id=last.global_job_id, schedd=last.schedd, owner=last.owner,
+                  run=last.run - 1, runs=last.run - 1, start_time=since, end_time=t,
+                  wall_seconds=t - since, vacate_code=code,
+                  vacate_reason=_string(ad, "VacateReason"))
+    _vacated(prev, _int(ad, "VacateReasonSubCode"))
+    return out + [prev]
+
+
+def _this_run(ad, attr):
+    """Is the time `attr` of this run (not before JobCurrentStartDate)? True when either
+    is missing."""
+    t, start = _time(ad, attr), _time(ad, "JobCurrentStartDate")
+    return t is None or start is None or t >= start
 
 
 # --- history files ----------------------------------------------------------------------------
@@ -132,8 +204,8 @@ def history_records(path, wanted, source="history"):
                 continue
             ad = classad2.parseOne(text, classad2.ParserType.Old)
             if wants(wanted, _int(ad, "ClusterId"), _int(ad, "ProcId")):
-                out.append(record_from_ad(ad, "epoch" if banner.get("epoch") else source,
-                                          banner))
+                out += records_from_ad(ad, "epoch" if banner.get("epoch") else source,
+                                       banner)
     return out
 
 
@@ -212,9 +284,9 @@ class CondorHistory(Source):
             ad = htcondor2.Collector().locate(htcondor2.DaemonType.Schedd, self.schedd)
             schedd = htcondor2.Schedd(ad)
         constraint = f"member(ClusterId, {{{', '.join(map(str, sorted(wanted)))}}})"
-        out = [record_from_ad(ad, "schedd") for ad in schedd.history(constraint)]
+        out = [r for ad in schedd.history(constraint) for r in records_from_ad(ad, "schedd")]
         out += [record_from_ad(ad, "epoch") for ad in schedd.jobEpochHistory(constraint)]
-        out += [record_from_ad(ad, "queue") for ad in schedd.query(constraint)]
+        out += [r for ad in schedd.query(constraint) for r in records_from_ad(ad, "queue")]
         return [r for r in out if wants(wanted, r.cluster, r.proc)]
 
 
@@ -238,7 +310,13 @@ def pick(records, job, run=None):
     if run is None and mine:
         run = max(r.run or 0 for r in mine)
     mine = [r for r in mine if (r.run or 0) == (run or 0)]
-    return min(mine, key=lambda r: SOURCE_ORDER.index(r.source)) if mine else None
+    # one source may hold a run twice (an epoch ad written at the job's exit, then again
+    # when a policy held it): the one that says more about its end
+    return min(mine, key=lambda r: (SOURCE_ORDER.index(r.source), _ENDS.index(r.status)
+                                    if r.status in _ENDS else len(_ENDS))) if mine else None
+
+
+_ENDS = ("held", "removed", "evicted", "completed")
 
 
 def _paths(spec):
