@@ -47,8 +47,10 @@ def eventlog_records(path, wanted):
             runs.pop(key)
         elif t == 12 and key in last:   # held: before the run's eviction (the schedd
             h = last[key]                # writes it at once, the shadow the run's end after
-            if h.status == "running":    # the vacate time), or right after it (its code
-                h.status = "held"        # said so), or while idle (not this run's end)
+            if h.status == "running":    # the vacate time; an exec failure's hold comes
+                h.status = "held"        # with no eviction at all), or right after it (its
+                h.end_time = float(ev.timestamp)   # code said so), or while idle (not
+                h.wall_seconds = h.end_time - h.start_time   # this run's end)
             if h.status == "held":
                 h.hold_reason, h.hold_code = e.get("HoldReason"), e.get("HoldReasonCode")
                 h.hold_subcode = e.get("HoldReasonSubCode")

@@ -16,6 +16,7 @@ import os
 import re
 
 from . import AccountingError, Source
+from .condor_ends import _int, _number, _string, _time, only_vacate, run_end, vacated
 from .condor_events import eventlog_records
 from .condor_records import KiB, MiB, NUMBERS, Record, wants
 
@@ -72,7 +73,7 @@ def record_from_ad(ad, source, banner=None):
             v = _string(ad, last) if field == "hold_reason" else _int(ad, last)
         setattr(r, field, v)
     r.vacate_code = _int(ad, "VacateReasonCode")
-    _run_end(r, ad, source)
+    run_end(r, ad, source)
     r.host = _string(ad, "LastRemoteHost") or _string(ad, "RemoteHost")
     # the run: NumJobStarts counts this run once it started, in an epoch ad (written as its
     # run ends) as in a final one (which describes the job's last run)
@@ -85,49 +86,6 @@ def record_from_ad(ad, source, banner=None):
     return r
 
 
-# --- how the run ended ---------------------------------------------------------------------------
-
-HOLD_CODES_BELOW = 1000   # VacateReasonCode below it: the hold that ended the run (its code)
-JOB_REMOVED = 1023        # VacateReasonCode of condor_rm (CONDOR_HOLD_CODE::JobRemoved)
-
-
-def _run_end(r, ad, source):
-    """The run's end in r.status and its reason fields. An epoch ad is written as its run
-    ends, and its JobStatus is 2 (running) whatever ended it: the end is in its other
-    fields -- HoldReasonCode (held by a policy at the run's exit), VacateReasonCode (a hold
-    code below 1000 for condor_hold and other holds, 1023 for condor_rm, another code for an
-    eviction: condor_vacate_job's 1022, the startd's, a failed start), else the exit fields
-    (completed). The job's ad (history, schedd, queue) keeps the vacate fields of an earlier
-    run: they are this run's only when LastVacateTime is not before its start."""
-    if r.vacate_code is not None and not _this_run(ad, "LastVacateTime"):
-        r.vacate_code = r.vacate_reason = None
-    if source != "epoch":
-        return
-    if _int(ad, "HoldReasonCode") is not None:
-        r.status = "held"
-    elif r.vacate_code is not None:
-        _vacated(r, _int(ad, "VacateReasonSubCode"))
-    elif r.exit_code is not None or r.signal is not None:
-        r.status = "completed"
-    else:
-        r.status = None   # nothing says how it ended
-    if r.status != "held":   # an earlier run's hold (LastHoldReason*)
-        r.hold_code = r.hold_subcode = r.hold_reason = None
-
-
-def _vacated(r, subcode):
-    """Status and reasons of a run its vacate code ended."""
-    code = r.vacate_code
-    if code < HOLD_CODES_BELOW:
-        r.status = "held"
-        r.hold_code, r.hold_subcode, r.hold_reason = code, subcode, r.vacate_reason
-    elif code == JOB_REMOVED:
-        r.status = "removed"
-        r.remove_reason = r.remove_reason or r.vacate_reason
-    else:
-        r.status = "evicted"
-
-
 def records_from_ad(ad, source, banner=None):
     """[record_from_ad()], and for a job's ad (history, schedd, queue) also the run before
     its last where the ad says how that one ended: its last vacate (LastVacateTime) fell
@@ -136,24 +94,21 @@ def records_from_ad(ad, source, banner=None):
     out = [last]
     t, since, until = (_time(ad, a) for a in ("LastVacateTime", "JobLastStartDate",
                                               "JobCurrentStartDate"))
-    code = _int(ad, "VacateReasonCode")
+    code, reason, subcode = (_int(ad, "VacateReasonCode"), _string(ad, "VacateReason"),
+                             _int(ad, "VacateReasonSubCode"))
+    if code is None:   # cleared by a release or a restart: the job's only vacate, if one
+        code = only_vacate(ad)
+        if code is not None and code == _int(ad, "LastHoldReasonCode"):
+            reason, subcode = _string(ad, "LastHoldReason"), _int(ad, "LastHoldReasonSubCode")
     if source == "epoch" or (last.run or 0) < 2 or None in (t, since, until, code) or \
             not since <= t < until:
         return out
     prev = Record(source=source, job=last.job, cluster=last.cluster, proc=last.proc,
                   global_job_id=last.global_job_id, schedd=last.schedd, owner=last.owner,
                   run=last.run - 1, runs=last.run - 1, start_time=since, end_time=t,
-                  wall_seconds=t - since, vacate_code=code,
-                  vacate_reason=_string(ad, "VacateReason"))
-    _vacated(prev, _int(ad, "VacateReasonSubCode"))
+                  wall_seconds=t - since, vacate_code=code, vacate_reason=reason)
+    vacated(prev, subcode)
     return out + [prev]
-
-
-def _this_run(ad, attr):
-    """Is the time `attr` of this run (not before JobCurrentStartDate)? True when either
-    is missing."""
-    t, start = _time(ad, attr), _time(ad, "JobCurrentStartDate")
-    return t is None or start is None or t >= start
 
 
 # --- history files ----------------------------------------------------------------------------
@@ -163,9 +118,11 @@ BANNER = re.compile(r'(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|\S+)')
 
 def parse_banner(line):
     """`*** Offset = 0 ClusterId = 4711 ...` or `*** EPOCH ClusterId=1 ...` -> {key: text},
-    plus "epoch": True for an epoch record."""
+    plus "epoch": True for an epoch record, "spawn": True for HTCondor 25's SPAWN record
+    (written as a run starts: its ids, no run count, no end)."""
     out = {k: v.strip('"') for k, v in BANNER.findall(line[3:])}
-    out["epoch"] = line[4:].lstrip().startswith("EPOCH")
+    kind = line[4:].lstrip()
+    out["epoch"], out["spawn"] = kind.startswith("EPOCH"), kind.startswith("SPAWN")
     return out
 
 
@@ -200,8 +157,8 @@ def history_records(path, wanted, source="history"):
     out = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for banner, text in split_records(f):
-            if not _banner_may_match(banner, wanted):
-                continue
+            if not _banner_may_match(banner, wanted) or banner.get("spawn"):
+                continue   # a SPAWN ad (HTCondor 25) only says a run began
             ad = classad2.parseOne(text, classad2.ParserType.Old)
             if wants(wanted, _int(ad, "ClusterId"), _int(ad, "ProcId")):
                 out += records_from_ad(ad, "epoch" if banner.get("epoch") else source,
@@ -285,7 +242,8 @@ class CondorHistory(Source):
             schedd = htcondor2.Schedd(ad)
         constraint = f"member(ClusterId, {{{', '.join(map(str, sorted(wanted)))}}})"
         out = [r for ad in schedd.history(constraint) for r in records_from_ad(ad, "schedd")]
-        out += [record_from_ad(ad, "epoch") for ad in schedd.jobEpochHistory(constraint)]
+        out += [record_from_ad(ad, "epoch") for ad in schedd.jobEpochHistory(constraint)
+                if _string(ad, "EpochAdType") in (None, "EPOCH")]
         out += [r for ad in schedd.query(constraint) for r in records_from_ad(ad, "queue")]
         return [r for r in out if wants(wanted, r.cluster, r.proc)]
 
@@ -326,37 +284,3 @@ def _paths(spec):
     for pattern in filter(None, spec.split(os.pathsep)):
         out += sorted(glob.glob(pattern)) or [pattern]   # a missing file: its error later
     return out
-
-
-# --- ClassAd values -----------------------------------------------------------------------------
-
-def _number(ad, attr):
-    if attr not in ad:
-        return None
-    try:
-        v = ad.eval(attr)
-    except Exception:
-        return None
-    if isinstance(v, bool):
-        return int(v)
-    return v if isinstance(v, (int, float)) else None
-
-
-def _int(ad, attr):
-    v = _number(ad, attr)
-    return int(v) if v is not None else None
-
-
-def _string(ad, attr):
-    if attr not in ad:
-        return None
-    try:
-        v = ad.eval(attr)
-    except Exception:
-        return None
-    return v if isinstance(v, str) else None
-
-
-def _time(ad, attr):
-    v = _number(ad, attr)
-    return float(v) if v is not None and v > 0 else None
