@@ -62,9 +62,6 @@ def record_from_ad(ad, source, banner=None):
         r.exit_code = _int(ad, "ExitCode")
     r.start_time = _time(ad, "JobCurrentStartDate")
     r.end_time = _time(ad, "CompletionDate")
-    if r.wall_seconds_all_runs is not None:
-        good = (r.wall_seconds or 0) if r.status == "completed" else 0
-        r.badput_seconds = max(r.wall_seconds_all_runs - good, 0)
     for field, attr in (("hold_reason", "HoldReason"), ("hold_code", "HoldReasonCode"),
                         ("hold_subcode", "HoldReasonSubCode")):
         v = _string(ad, attr) if field == "hold_reason" else _int(ad, attr)
@@ -74,6 +71,9 @@ def record_from_ad(ad, source, banner=None):
         setattr(r, field, v)
     r.vacate_code = _int(ad, "VacateReasonCode")
     run_end(r, ad, source)
+    if r.wall_seconds_all_runs is not None:
+        good = (r.wall_seconds or 0) if r.status == "completed" else 0
+        r.badput_seconds = max(r.wall_seconds_all_runs - good, 0)
     r.host = _string(ad, "LastRemoteHost") or _string(ad, "RemoteHost")
     # the run: NumJobStarts counts this run once it started, in an epoch ad (written as its
     # run ends) as in a final one (which describes the job's last run)
