@@ -139,3 +139,22 @@ def register(app):
                                        err=True)
                             raise typer.Exit(2)
                         typer.echo(f"{key}: {c[key]} (ok)")
+        _check_files(cfg)
+
+
+def _check_files(cfg):
+    """What the paths of the configuration name, by stat() alone: a setting in use that
+    names nothing, or the wrong kind of thing, fails the check (one line); one not in use
+    is said as a warning."""
+    from ..config.validate import file_problems
+    problems = file_problems(cfg.values)
+    s = cfg["service"]
+    if s["address"]:
+        typer.echo(f"service: read through {s['address']}")
+    for name, problem, fatal in problems:
+        if not fatal:
+            typer.echo(f"jobmon: warning: {name}: {problem} (not in use now)", err=True)
+    for name, problem, fatal in problems:
+        if fatal:
+            typer.echo(f"jobmon: {name}: {problem}", err=True)
+            raise typer.Exit(2)

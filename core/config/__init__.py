@@ -7,7 +7,7 @@ be readable by their owner alone, read when the shipper or `jobmon query` needs 
 import os
 import stat
 
-from . import actions, limits, node, report, toml_subset
+from . import actions, limits, node, report, toml_subset, validate
 from .ownership import OWNERSHIP
 from .report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
@@ -117,6 +117,7 @@ MIN_SHARE_BYTES = (32 << 10) + 4096
 # paths that must be absolute: a relative one would depend on each job's working directory
 ABSOLUTE_PATHS = (("spool", "dir"), ("shipper", "state_dir"), ("report", "card_dir"),
                   ("service", "socket"), ("service", "coordinators_file"),
+                  ("service", "munge_socket"),
                   *node.ABSOLUTE_PATHS, *actions.ABSOLUTE_PATHS)
 SECRET_KEYS = {"password", "token", "secret"}
 NOT_NEGATIVE -= {("report", k) for k in REPORT_POSITIVE}
@@ -164,8 +165,7 @@ def load(explicit=None, env=None):
     path = path_from(explicit, env)
     raw, text = {}, None
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+        text = validate.read_text(path)     # never blocks: a FIFO is refused, not opened
     except FileNotFoundError:
         if path != DEFAULT_PATH:
             raise ConfigError(f"{path}: no such file")
@@ -196,6 +196,8 @@ def load(explicit=None, env=None):
                                               f"environment {name}: ")
     _check_shipping(values, path, text)
     _check_paths(values, path, text)
+    for key, problem in validate.service_problems(values):
+        raise ConfigError(f"{_where(path, text, key)}{problem}")
     return Config(values, path)
 
 

@@ -71,8 +71,8 @@ class Intensity:
             st = os.stat(self.path)
             key = (st.st_ino, st.st_mtime_ns, st.st_size)
             if key != self.key:
-                with open(self.path, encoding="utf-8") as f:
-                    self.series = parse(f.read(), self.path)
+                from ..config.validate import read_text    # a FIFO never blocks the reader
+                self.series = parse(read_text(self.path, 64 << 20), self.path)
                 self.key = key
         except (OSError, IntensityError) as e:
             self._warn(f"carbon intensity file unusable, keeping what it said before: {e}")

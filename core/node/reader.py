@@ -25,7 +25,12 @@ class ReaderError(Exception):
 
 def prepare(directory):
     """The directory, made if missing, owned by this user and writable by it alone;
-    a warning when jobs will not trust it (its ancestry is not root's alone)."""
+    a warning when jobs will not trust it (its ancestry is not root's alone). A relative
+    path is refused: it would be made wherever the reader was started, and jobs name the
+    directory absolutely ($JOBMON_NODE_DIR)."""
+    if not os.path.isabs(directory):
+        raise ReaderError(f"--dir {directory!r} must be an absolute path (jobs find it as "
+                          "$JOBMON_NODE_DIR, from their own working directory)")
     try:
         os.makedirs(directory, mode=0o755, exist_ok=True)
         st = os.stat(directory)

@@ -17,12 +17,13 @@ class ServiceDown(ServiceError):
 
 def parse_address(address):
     """("unix", path) for a path, ("tcp", (host, port)) for HOST:PORT."""
+    from ..config.validate import address_problem
+    problem = address_problem(address)
+    if problem:
+        raise ServiceError(f"[service] address {problem}")
     if address.startswith("/"):
         return "unix", address
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ServiceError(f"[service] address {address!r}: a socket path (/run/jobmon/"
-                           "read.sock) or HOST:PORT")
+    host, _, port = address.rpartition(":")
     return "tcp", (host.strip("[]"), int(port))
 
 

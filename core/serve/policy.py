@@ -73,9 +73,9 @@ class Policy:
 def read_coordinators(path):
     """{user: {account}} from lines `ACCOUNT: USER [USER ...]` (# comments)."""
     out = {}
+    from ..config.validate import read_text
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        lines = read_text(path).splitlines()     # a FIFO is refused, never waited on
     except OSError as e:
         raise PolicyError(f"coordinators file {path}: {e.strerror}")
     for n, line in enumerate(lines, 1):
