@@ -50,6 +50,13 @@ def register(app):
         listen = section["listen"] if listen is None else listen
         if not socket_path and not listen:
             raise typer.BadParameter("give a socket, an address, or both", param_hint="--socket")
+        from ..config.validate import hostport_problem
+        if socket_path and not socket_path.startswith("/"):
+            raise typer.BadParameter(f"an absolute path, not {socket_path!r}",
+                                     param_hint="--socket")
+        if listen and hostport_problem(listen, host_needed=False):
+            raise typer.BadParameter(hostport_problem(listen, host_needed=False),
+                                     param_hint="--listen")
         munge = None
         if listen:
             munge = Munge(section["munge_socket"])
@@ -59,17 +66,17 @@ def register(app):
                 typer.echo(f"jobmon: --listen needs munged: {e}", err=True)
                 raise typer.Exit(2)
         service = server.Service(opener, policy, munge, store_errors=(InfluxError,))
-        servers, where = [], []
+        listeners, where = [], []
         try:
             if socket_path:
-                servers.append(server.listen_unix(service, socket_path))
+                listeners.append(server.listen_unix(socket_path))
                 where.append(f"{socket_path} (this host's users)")
             if listen:
-                servers.append(server.listen_tcp(service, listen))
+                listeners.append(server.listen_tcp(listen))
                 where.append(f"{listen} (MUNGE)")
         except (OSError, ValueError) as e:
             typer.echo(f"jobmon: cannot listen: {e}", err=True)
             raise typer.Exit(1)
         admins = f"admin group {policy.admin_group}" if policy.admin_group else "no admin group"
         server.log(f"answering on {' and '.join(where)}; reading {what}; {admins}")
-        server.run(servers)
+        server.run(service, listeners)

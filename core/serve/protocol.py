@@ -12,11 +12,19 @@ arguments (OPERATIONS); the service applies the caller's scope to each."""
 import json
 
 VERSION = 1
-MAX_REQUEST_BYTES = 64 << 10
+# a job id is at most what one stored line holds (jobmon.influx.schema.MAX_LINE_BYTES), and
+# a request names it twice (text, exact), each character escaped at worst as \uXXXX
+MAX_ID_CHARS = 32768
+MAX_REQUEST_BYTES = 512 << 10
+MAX_DEPTH = 32            # JSON nesting of a request (json's own limit is the stack's)
 
 
 class BadRequest(Exception):
     pass
+
+
+class TooLong(BadRequest):
+    """A line over the limit: the rest of it is still on the way, so the connection ends."""
 
 
 def send(f, obj):
@@ -30,14 +38,56 @@ def receive(f, limit=None):
     if not line:
         return None
     if limit and len(line) > limit:
-        raise BadRequest(f"a line over {limit} bytes")
+        raise TooLong(f"a line over {limit} bytes")
+    return parse(line)
+
+
+def parse(line):
+    """The object of one request line, its size and nesting already bounded by the caller's
+    read; BadRequest for anything else."""
+    if line.count(b"[") + line.count(b"{") > MAX_DEPTH and depth(line) > MAX_DEPTH:
+        raise BadRequest(f"nested more than {MAX_DEPTH} deep")
     try:
         obj = json.loads(line)
-    except ValueError as e:
-        raise BadRequest(f"not JSON: {e}")
+    except (ValueError, RecursionError) as e:
+        raise BadRequest(f"not JSON: {str(e)[:200]}")
     if not isinstance(obj, dict):
         raise BadRequest("not a JSON object")
     return obj
+
+
+def depth(line):
+    """The deepest nesting of [ and { outside strings (bytes of one JSON text)."""
+    most = level = 0
+    in_string = escaped = False
+    for c in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == 0x5C:          # backslash
+                escaped = True
+            elif c == 0x22:          # quote
+                in_string = False
+        elif c == 0x22:
+            in_string = True
+        elif c in (0x5B, 0x7B):
+            level += 1
+            most = max(most, level)
+        elif c in (0x5D, 0x7D):
+            level -= 1
+    return most
+
+
+def send_result(f, result):
+    """{"result": [...]} written a record at a time: an answer of 100,000 records is never
+    one string in memory."""
+    if not isinstance(result, list):
+        return send(f, {"result": result})
+    f.write(b'{"result":[')
+    for i, item in enumerate(result):
+        f.write((b"," if i else b"") + json.dumps(item, separators=(",", ":")).encode())
+    f.write(b"]}\n")
+    f.flush()
 
 
 # --- the typed arguments of each operation --------------------------------------------
@@ -66,11 +116,11 @@ def _count(lo, hi):
     return check
 
 
-def _texts(most_items):
+def _texts(most_items, most_chars=256):
     def check(v, name):
         if not isinstance(v, list) or len(v) > most_items:
             raise BadRequest(f"{name}: a list of at most {most_items} strings")
-        return [_text(x, name, 256) for x in v]
+        return [_text(x, name, most_chars) for x in v]
     return check
 
 
@@ -78,9 +128,10 @@ def _ref(v, name):
     """A job id as the client parsed it (jobmon.stores.ids.JobRef)."""
     if not isinstance(v, dict):
         raise BadRequest(f"{name}: an object")
-    return {"text": _text(v.get("text"), "ref.text"),
-            "exact": _texts(64)(v.get("exact", []), "ref.exact"),
-            "prefixes": _texts(64)(v.get("prefixes", []), "ref.prefixes"),
+    ids = _texts(64, MAX_ID_CHARS)
+    return {"text": _text(v.get("text"), "ref.text", MAX_ID_CHARS),
+            "exact": ids(v.get("exact", []), "ref.exact"),
+            "prefixes": ids(v.get("prefixes", []), "ref.prefixes"),
             "global_id": _optional(_text)(v.get("global_id"), "ref.global_id")}
 
 
@@ -92,7 +143,7 @@ OPERATIONS = {
                   "fields": _optional(_texts(1000))},
     "samples": {"handle": _count(1, 1 << 62)},
     "breakdowns": {"handle": _count(1, 1 << 62), "last": _optional(_count(1, 1 << 20))},
-    "actions": {"since": _optional(_number), "jobs": _optional(_texts(1000))},
+    "actions": {"since": _optional(_number), "jobs": _optional(_texts(1000, MAX_ID_CHARS))},
 }
 REQUIRED = {"limit", "ref", "handle"}
 

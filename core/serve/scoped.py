@@ -5,11 +5,18 @@ it can filter by user; every record is checked against the scope before it leave
 Records leave without the store's own keys (`_point`, `_row`: where its samples are);
 each carries a `_handle` instead, a number this connection gave it. samples() and
 breakdowns() take a handle back, so a caller reads the samples of records it was shown
-and of nothing else."""
+and of nothing else.
+
+What a connection keeps is bounded: of each record shown, only what its samples are found
+by (the store's own keys, its end time), and of the newest MAX_HELD records alone -- an
+older handle is answered "not found", as one never given."""
+from collections import OrderedDict
+
 from ..stores.ids import JobRef
 
 # a coordinator's `jobmon list`: their accounts' jobs among this many newest records
 COORDINATOR_SCAN = 10000
+MAX_HELD = 20000          # handles a connection keeps (a few hundred bytes each)
 
 
 class NotFound(Exception):
@@ -19,19 +26,26 @@ class NotFound(Exception):
 class ScopedStore:
     def __init__(self, store, scope):
         self.store, self.scope = store, scope
-        self.held = {}           # handle -> the store's record
+        self.held = OrderedDict()     # handle -> where the store finds its samples
+        self.given = 0
 
     def _shown(self, records):
         out = []
         for r in records:
             if not self.scope.allows(r):
                 continue
-            handle = len(self.held) + 1
-            self.held[handle] = r
+            self.given += 1
+            handle = self.given
+            self.held[handle] = _where(r)
+            if len(self.held) > MAX_HELD:
+                self.held.popitem(last=False)
             shown = {k: v for k, v in r.items() if not k.startswith("_")}
             shown["_handle"] = handle
             out.append(shown)
         return out
+
+    def close(self):
+        self.held.clear()
 
     def _record(self, handle):
         try:
@@ -69,3 +83,12 @@ class ScopedStore:
         a job of the user it names, the scheduler's owner (never a claim's)."""
         return [a for a in self.store.actions(since, jobs) if self.scope.allows(
             {"user": a.get("user"), "tags": {"account": a.get("account")}})]
+
+
+def _where(record):
+    """Of a record, what a store's samples() and breakdowns() read: its own keys (`_point`,
+    `_row`), its id and its end time."""
+    out = {k: v for k, v in record.items() if k.startswith("_")}
+    out["job"] = record.get("job")
+    out["summary"] = {"end_time": (record.get("summary") or {}).get("end_time")}
+    return out

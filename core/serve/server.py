@@ -6,15 +6,16 @@ remote ones connect over TCP and prove who they are with a MUNGE credential made
 connection. A connection is one caller: its own store handle and record handles."""
 import os
 import socket
-import socketserver
 import sys
 import threading
 import time
 
-from . import identity, protocol
+from . import gate, identity, protocol
 from .scoped import NotFound, ScopedStore
 
-IDLE_SECONDS = 300         # a connection silent this long is closed
+IDLE_SECONDS = 300         # an identified connection silent this long is closed
+MAX_CONNECTIONS = 256      # identified callers served at once (a thread each)
+MAX_PER_USER = 8           # of them one user's
 
 
 def log(text):
@@ -26,34 +27,103 @@ class Service:
     munge: jobmon.serve.munge.Munge, for TCP callers; store_errors: what a store raises
     when its server fails (answered as such, the connection kept)."""
 
-    def __init__(self, open_store, policy, munge=None, store_errors=()):
+    def __init__(self, open_store, policy, munge=None, store_errors=(),
+                 most=MAX_CONNECTIONS, per_user=MAX_PER_USER):
         self.open_store, self.policy, self.munge = open_store, policy, munge
         self.store_errors = tuple(store_errors)
+        self.most, self.per_user = most, per_user
+        self.lock = threading.Lock()
+        self.serving = 0
+        self.users = {}           # peer or user -> connections served
 
-    def handle(self, conn, remote):
-        conn.settimeout(IDLE_SECONDS)
-        f = conn.makefile("rwb")
+    @staticmethod
+    def hello(remote):
         nonce = identity.new_nonce() if remote else None
+        line = {"service": "jobmon", "version": protocol.VERSION,
+                **({"nonce": nonce} if remote else {})}
+        return (json_line(line), nonce)
+
+    def admit(self, conn, remote, peer, line, nonce):
+        """A caller whose first line came (jobmon.serve.gate): a thread of its own, unless
+        MAX_CONNECTIONS are served, or MAX_PER_USER of its uid (Unix socket) already."""
+        key = None if remote else peer
+        if not self._enter(key):
+            return self._busy(conn, key)
+        threading.Thread(target=self._conversation, args=(conn, remote, line, nonce, key),
+                         daemon=True).start()
+
+    def _enter(self, key):
+        with self.lock:
+            if self.serving >= self.most or (key is not None and
+                                             self.users.get(key, 0) >= self.per_user):
+                return False
+            self.serving += 1
+            if key is not None:
+                self.users[key] = self.users.get(key, 0) + 1
+            return True
+
+    def _leave(self, key, serving=True):
+        with self.lock:
+            self.serving -= serving
+            if key is not None:
+                self.users[key] -= 1
+                if not self.users[key]:
+                    del self.users[key]
+
+    def _busy(self, conn, key):
+        mine = key is not None and self.users.get(key, 0) >= self.per_user
+        text = (f"{self.per_user} connections of yours are open already" if mine else
+                f"the service serves {self.most} callers already; try again shortly")
         try:
-            protocol.send(f, {"service": "jobmon", "version": protocol.VERSION,
-                              **({"nonce": nonce} if remote else {})})
-            who = self.authenticate(conn, f, nonce)
-        except identity.Refused as e:
-            log(f"refused {self._peer(conn, remote)}: {e}")
-            self._answer(f, {"error": str(e), "kind": "refused"})
-            return
-        except (OSError, protocol.BadRequest):
-            return
-        scope = self.policy.scope(who)
-        protocol.send(f, {"user": who.user, "reads": scope.describe()})
-        scoped = ScopedStore(self.open_store(), scope)
+            conn.settimeout(1.0)
+            conn.sendall(json_line({"error": text, "kind": "busy"}))
+        except OSError:
+            pass
+        conn.close()
+
+    def _conversation(self, conn, remote, line, nonce, key):
+        user_key = None
         try:
-            self.serve(f, who, scoped)
+            conn.settimeout(IDLE_SECONDS)
+            f = conn.makefile("rwb")
+            try:
+                who = self.authenticate(conn, protocol.parse(line), nonce)
+            except identity.Refused as e:
+                log(f"refused {self._peer(conn, remote)}: {e}")
+                self._answer(f, {"error": str(e), "kind": "refused"})
+                return
+            except (OSError, protocol.BadRequest):
+                return
+            if remote:                # over TCP a user is known now: their share counts
+                user_key = ("uid", who.uid)
+                if not self._enter_user(user_key):
+                    self._answer(f, {"error": f"{self.per_user} connections of yours are "
+                                     "open already", "kind": "busy"})
+                    return
+            scope = self.policy.scope(who)
+            protocol.send(f, {"user": who.user, "reads": scope.describe()})
+            scoped = ScopedStore(self.open_store(), scope)
+            try:
+                self.serve(f, who, scoped)
+            finally:
+                scoped.close()
         except OSError:
             pass     # the caller went away
+        finally:
+            conn.close()
+            if user_key is not None:
+                self._leave(user_key, serving=False)
+            self._leave(key)
+            _give_back_memory()
 
-    def authenticate(self, conn, f, nonce):
-        hello = protocol.receive(f, protocol.MAX_REQUEST_BYTES) or {}
+    def _enter_user(self, key):
+        with self.lock:
+            if self.users.get(key, 0) >= self.per_user:
+                return False
+            self.users[key] = self.users.get(key, 0) + 1
+            return True
+
+    def authenticate(self, conn, hello, nonce):
         if nonce is None:
             return identity.peer(conn)
         if self.munge is None:
@@ -72,6 +142,8 @@ class Service:
                 op, args = protocol.arguments(request)
             except protocol.BadRequest as e:
                 self._answer(f, {"error": str(e), "kind": "bad-request"})
+                if isinstance(e, protocol.TooLong):
+                    return
                 continue
             t0 = time.monotonic()
             try:
@@ -85,8 +157,12 @@ class Service:
                 log(f"{who}: {op} failed: {type(e).__name__}: {e}")
                 answer = {"error": "the service failed to answer (see its log)",
                           "kind": "internal"}
-            protocol.send(f, answer)
+            if "result" in answer:
+                protocol.send_result(f, result)
+            else:
+                protocol.send(f, answer)
             n = len(result) if "result" in answer else answer["kind"]
+            answer = result = None    # what a big answer held goes before the next read
             log(f"{who}: {op} {_brief(args)} -> {n} in {time.monotonic() - t0:.3f} s")
 
     @staticmethod
@@ -108,24 +184,30 @@ def _brief(args):
     return " ".join(f"{k}={v!r}"[:80] for k, v in args.items() if v is not None)
 
 
-def _handler(service, remote):
-    class Handler(socketserver.BaseRequestHandler):
-        def handle(self):
-            service.handle(self.request, remote)
-    return Handler
+def json_line(obj):
+    import json
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
-class _Unix(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+def _give_back_memory():
+    """Hand the heap's free pages back to the system (glibc): a connection that read
+    100,000 records leaves the process as large as it made it otherwise."""
+    global _trim
+    if _trim is None:
+        try:
+            import ctypes
+            _trim = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):
+            _trim = False
+    if _trim:
+        _trim(0)
 
 
-class _TCP(socketserver.ThreadingMixIn, socketserver.TCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+_trim = None
 
 
-def listen_unix(service, path):
-    """A server on the Unix socket `path` that every local user may connect to."""
+def listen_unix(path):
+    """The listening Unix socket `path`, which every local user may connect to."""
     if os.path.exists(path):
         probe = socket.socket(socket.AF_UNIX)
         try:
@@ -135,31 +217,48 @@ def listen_unix(service, path):
             os.unlink(path)          # left behind by a service that is gone
         finally:
             probe.close()
-    server = _Unix(path, _handler(service, remote=False))
-    os.chmod(path, 0o666)            # who connects is known by the kernel, not the mode
-    return server
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(path)
+        os.chmod(path, 0o666)        # who connects is known by the kernel, not the mode
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock, False
 
 
-def listen_tcp(service, address):
+def listen_tcp(address):
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    server_class = type("TCPServer", (_TCP,), {"address_family": family})
-    return server_class((host, int(port)), _handler(service, remote=True))
+    sock = socket.socket(family)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock, True
 
 
-def run(servers, ready=None):
+def run(service, listeners, ready=None):
     """Serve until SIGTERM or SIGINT."""
     import signal
     stop = threading.Event()
+    room = gate.descriptor_room() - 2 * service.most - 64
+    door = gate.Gate(listeners, service.admit, service.hello, log,
+                     pending=max(64, min(gate.MAX_PENDING, room)))
+
+    def stopping(*_):
+        stop.set()
+        door.stop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
-    for t in threads:
-        t.start()
+        signal.signal(sig, stopping)
     if ready:
         ready()
-    stop.wait()
-    for s in servers:
-        s.shutdown()
-        s.server_close()
+    door.run(stop.is_set)
+    door.close()
+    for sock, _remote in listeners:
+        sock.close()
