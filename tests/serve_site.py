@@ -86,13 +86,17 @@ class Service:
         self.log = os.path.join(self.dir, "serve.log")
         self.proc = None
 
-    def start(self):
+    def start(self, nofile=None):
+        """nofile: the service's limits of open descriptors, "SOFT:HARD" (systemd gives a
+        service 1024:524288 unless its unit says LimitNOFILE); None: the tests' own."""
         env = dict(os.environ, JOBMON_CONFIG=self.config)
         env.pop("JOBMON_STORE", None)
+        limit = ["prlimit", f"--nofile={nofile}", "--"] if nofile else []
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_GROUP}",
-                 "--clear-groups", "--", JOBMON, "serve"], env=env, stdout=log, stderr=log)
+                limit + ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_GROUP}",
+                         "--clear-groups", "--", JOBMON, "serve"], env=env, stdout=log,
+                stderr=log)
         wait_for("the service's socket", lambda: os.path.exists(self.socket)
                  and _answers(self.socket), alive=lambda: self.proc.poll() is None)
         return self

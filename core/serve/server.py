@@ -104,7 +104,8 @@ class Service:
             protocol.send(f, {"user": who.user, "reads": scope.describe()})
             scoped = ScopedStore(self.open_store(), scope)
             try:
-                self.serve(f, who, scoped)
+                if self.serve(f, who, scoped):
+                    _drain(conn)
             finally:
                 scoped.close()
         except OSError:
@@ -143,7 +144,7 @@ class Service:
             except protocol.BadRequest as e:
                 self._answer(f, {"error": str(e), "kind": "bad-request"})
                 if isinstance(e, protocol.TooLong):
-                    return
+                    return True           # the rest of it is still coming
                 continue
             t0 = time.monotonic()
             try:
@@ -178,6 +179,23 @@ class Service:
             return str(conn.getpeername()) if remote else "local caller"
         except OSError:
             return "a caller"
+
+
+def _drain(conn):
+    """After an over-long line: the answer is sent; what the caller still sends is read
+    (1 MiB and 2 s at most) and dropped, so that closing resets nothing before the caller
+    read the answer."""
+    try:
+        conn.shutdown(socket.SHUT_WR)
+        conn.settimeout(2.0)
+        left = 1 << 20
+        while left > 0:
+            data = conn.recv(min(left, 65536))
+            if not data:
+                break
+            left -= len(data)
+    except OSError:
+        pass
 
 
 def _brief(args):
