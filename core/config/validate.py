@@ -72,7 +72,7 @@ def hostport_problem(text, host_needed):
     if host.startswith("[") or host.endswith("]") or ":" in host:
         inner = host[1:-1] if host.startswith("[") and host.endswith("]") else None
         if inner is None or not _ipv6(inner):
-            return f"must write an IPv6 address in brackets ([ADDRESS]:PORT), not {text!r}"
+            return f"must be [IPv6 ADDRESS]:PORT for an IPv6 address, not {text!r}"
         return None
     if host_needed and not host:
         return f"must be {what}, not {text!r}"
