@@ -17,6 +17,7 @@ SYS_BPF = {"x86_64": 321, "aarch64": 280, "ppc64le": 361, "s390x": 351,
 
 # commands
 MAP_CREATE, MAP_LOOKUP_ELEM, MAP_DELETE_ELEM, MAP_GET_NEXT_KEY = 0, 1, 3, 4
+MAP_LOOKUP_BATCH = 24
 PROG_LOAD, PROG_TEST_RUN, LINK_CREATE = 5, 10, 28
 # map, program and attach types, flags
 MAP_PERCPU_HASH = 5
@@ -34,7 +35,10 @@ class BpfError(OSError):
 _libc = None
 
 
-def _syscall(cmd, attr):
+def _syscall(cmd, attr, errors=None):
+    """(result, the attributes as the kernel left them). A failure raises BpfError, or
+    where its errno is in `errors` gives (-errno, attributes): a batch's last call fails
+    with ENOENT and says in its attributes how many it read."""
     global _libc
     if SYS_BPF is None:
         raise BpfError(0, f"bpf(2) not known on {platform.machine()}")
@@ -44,6 +48,8 @@ def _syscall(cmd, attr):
     r = _libc.syscall(ctypes.c_long(SYS_BPF), ctypes.c_int(cmd), buf, ctypes.c_uint(ATTR_SIZE))
     if r < 0:
         e = ctypes.get_errno()
+        if errors and e in errors:
+            return -e, buf
         raise BpfError(e, os.strerror(e))
     return r, buf
 
@@ -116,6 +122,28 @@ def map_keys(map_fd, key_size):
             raise
         keys.append(nxt.raw)
         ctypes.memmove(key, nxt, key_size)
+        first = False
+
+
+def map_items(map_fd, key_size, value_size, chunk=4096):
+    """Every (key, value bytes) of a hash map, `chunk` a system call (BPF_MAP_LOOKUP_BATCH,
+    Linux 5.6): a full map of 16,384 counters in a few calls rather than 32,768. A per-CPU
+    map's value_size is its values of every CPU, each rounded up to 8 bytes."""
+    keys = ctypes.create_string_buffer(key_size * chunk)
+    values = ctypes.create_string_buffer(value_size * chunk)
+    token_in, token_out = ctypes.create_string_buffer(8), ctypes.create_string_buffer(8)
+    out, first = [], True
+    while True:
+        attr = struct.pack("<QQQQIIQQ", 0 if first else _addr(token_in), _addr(token_out),
+                           _addr(keys), _addr(values), chunk, map_fd, 0, 0)
+        r, buf = _syscall(MAP_LOOKUP_BATCH, attr, errors=(2,))   # ENOENT: the last batch
+        n = struct.unpack_from("<I", buf.raw, 32)[0]              # batch.count
+        raw_k, raw_v = keys.raw, values.raw
+        out += [(raw_k[i * key_size:(i + 1) * key_size],
+                 raw_v[i * value_size:(i + 1) * value_size]) for i in range(n)]
+        if r < 0:
+            return out
+        ctypes.memmove(token_in, token_out, 8)
         first = False
 
 

@@ -13,8 +13,17 @@ the kernel's verifier when they load; they always let the packet through.
 The node reader sums each cgroup's per-CPU values and publishes them (DIR/network.txt,
 read by probes/node_net.py): a JSON header, then one line per cgroup,
 `<cgroup id> <rx bytes> <tx bytes> <rx packets> <tx packets>`. A cgroup's id is the inode
-number of its directory. Counters of cgroups gone for GONE_GRACE seconds are dropped.
+number of its directory. Counters of cgroups gone for GONE_GRACE seconds are dropped
+(PRESSED_GRACE while the map is three quarters full): whether a counted cgroup still
+exists is asked of the kernel by its id (open_by_handle_at), so a sweep costs one call
+per counter, however many cgroups the tree holds.
+
+A full map refuses new cgroups: their packets go uncounted. The header says how many
+refreshes found it full ("full_refreshes"); a job whose counter was not there yet when one
+did says its figures are not available, never 0 bytes (jobmon.probes.node_net).
 """
+import ctypes
+import errno
 import json
 import os
 import struct
@@ -31,7 +40,14 @@ MAX_ENTRIES = 16384               # cgroups counted at once (allocated as they c
 HELPER_LOOKUP, HELPER_UPDATE, HELPER_ANCESTOR_CGROUP_ID = 1, 2, 83
 NOEXIST = 1
 GONE_GRACE = 120.0    # s a vanished cgroup stays published: its job's last read comes late
-SWEEP_EVERY = 30.0    # s between walks of the cgroup tree for vanished cgroups
+PRESSED_GRACE = 15.0  # ... while the map is PRESSED full (a job's last read: 1.5 periods)
+PRESSED = MAX_ENTRIES * 3 // 4
+# the kernel counts a large map's entries per CPU, in batches: "full" with this margin
+FULL = MAX_ENTRIES - 256
+SWEEP_EVERY = 30.0    # s between sweeps for vanished cgroups
+PRESSED_SWEEP_EVERY = 3.0   # ... while PRESSED (a sweep: ~5 us of CPU per counter)
+WALK_MOST = 20000     # directories a sweep walks where the kernel cannot be asked by id
+FILEID_KERNFS = 0xFE  # a cgroup's file handle: its 8-byte id (include/linux/exportfs.h)
 
 
 def program(map_fd, egress, levels=MAX_LEVELS):
@@ -104,6 +120,7 @@ class NetCounter:
             self.map = self._keep(bpf.map_create(bpf.MAP_PERCPU_HASH, 8, VALUE.size,
                                                  MAX_ENTRIES, bpf.NO_PREALLOC, "jobmon_net"))
             target = self._keep(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+            self.root_fd = target
             for egress, kind in ((False, bpf.CGROUP_INET_INGRESS),
                                  (True, bpf.CGROUP_INET_EGRESS)):
                 prog = self._keep(bpf.prog_load(bpf.PROG_CGROUP_SKB, program(self.map, egress),
@@ -116,6 +133,10 @@ class NetCounter:
         self.gen = f"{os.getpid()}-{self.since}"
         self.gone = {}            # cgroup id -> when its directory was first missed
         self.swept = clock()
+        self.full_refreshes = 0   # refreshes that found the map full
+        self.by_id = True         # open_by_handle_at answers; else a bounded walk
+        self.batch = True         # the kernel reads the map in batches (Linux 5.6)
+        self.warned = False
 
     def _keep(self, fd):
         self.fds.append(fd)
@@ -125,8 +146,14 @@ class NetCounter:
         """{cgroup id: (rx bytes, tx bytes, rx packets, tx packets)}, the CPUs summed."""
         out = {}
         size = VALUE.size * self.ncpu
-        for key in bpf.map_keys(self.map, 8):
-            raw = bpf.map_lookup(self.map, key, size)
+        if self.batch:
+            try:
+                items = bpf.map_items(self.map, 8, size)
+            except OSError:           # before Linux 5.6: a call per key
+                self.batch = False
+        if not self.batch:
+            items = ((k, bpf.map_lookup(self.map, k, size)) for k in bpf.map_keys(self.map, 8))
+        for key, raw in items:
             if raw is None:
                 continue
             total = [0, 0, 0, 0]
@@ -136,32 +163,58 @@ class NetCounter:
             out[struct.unpack("<Q", key)[0]] = total
         return out
 
-    def sweep(self, ids):
-        """Drop the counters of cgroups gone for GONE_GRACE seconds."""
+    def sweep(self, ids, grace=GONE_GRACE):
+        """Drop the counters of cgroups gone for `grace` seconds."""
         now = self.clock()
-        live = set()
-        for d, _dirs, _files in os.walk(self.root):
-            try:
-                live.add(os.stat(d).st_ino)
-            except OSError:
-                pass
+        live = self._live(ids)
         for cid in ids:
-            if cid in live:
+            if live is None or cid in live:
                 self.gone.pop(cid, None)
-            elif now - self.gone.setdefault(cid, now) > GONE_GRACE:
+            elif now - self.gone.setdefault(cid, now) > grace:
                 bpf.map_delete(self.map, struct.pack("<Q", cid))
                 del self.gone[cid]
         self.swept = now
 
+    def _live(self, ids):
+        """The ids among `ids` whose cgroup exists; None where that cannot be told."""
+        if self.by_id:
+            try:
+                return {cid for cid in ids if _exists(self.root_fd, cid)}
+            except OSError as e:
+                self.by_id = False
+                self._warn(f"cannot ask the kernel for cgroups by id ({e.strerror}): "
+                           f"walking at most {WALK_MOST} directories instead")
+        live = set()
+        for n, (d, _dirs, _files) in enumerate(os.walk(self.root)):
+            if n >= WALK_MOST:
+                self._warn(f"more than {WALK_MOST} cgroups: counters of vanished ones "
+                           "are kept (a full map leaves new jobs without figures)")
+                return None
+            try:
+                live.add(os.stat(d).st_ino)
+            except OSError:
+                pass
+        return live
+
+    def _warn(self, text):
+        if not self.warned:
+            import logging
+            logging.getLogger("jobmon.node").warning("network counters: %s", text)
+            self.warned = True
+
     def refresh(self, seq):
         t = self.clock()
         counts = self.counts()
-        if t - self.swept >= SWEEP_EVERY:
-            self.sweep(counts)
+        full = len(counts) >= FULL
+        self.full_refreshes += full
+        pressed = len(counts) >= PRESSED
+        if t - self.swept >= (PRESSED_SWEEP_EVERY if pressed else SWEEP_EVERY):
+            self.sweep(counts, PRESSED_GRACE if pressed else GONE_GRACE)
         head = {"format": FORMAT, "available": True, "host": os.uname().nodename, "seq": seq,
                 "mono": round(t, 6), "time": round(time.time(), 3), "period": self.period,
                 "since": self.since, "gen": self.gen, "levels": MAX_LEVELS,
-                "cgroups": len(counts), "max_cgroups": MAX_ENTRIES}
+                "cgroups": len(counts), "max_cgroups": MAX_ENTRIES, "full": full,
+                "full_refreshes": self.full_refreshes}
         lines = [json.dumps(head, separators=(",", ":"))]
         lines += [f"{cid} {v[0]} {v[1]} {v[2]} {v[3]}" for cid, v in sorted(counts.items())]
         return ("\n".join(lines) + "\n").encode()
@@ -173,6 +226,27 @@ class NetCounter:
             except OSError:
                 pass
         self.fds = []
+
+
+_libc = None
+
+
+def _exists(root_fd, cid):
+    """Whether the cgroup of id `cid` exists: open_by_handle_at(2) with its kernfs handle,
+    which the kernel answers ESTALE for one removed. OSError where it cannot answer."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    handle = ctypes.create_string_buffer(struct.pack("<IiQ", 8, FILEID_KERNFS, cid), 16)
+    fd = _libc.open_by_handle_at(root_fd, handle, os.O_RDONLY | os.O_CLOEXEC |
+                                 os.O_DIRECTORY)
+    if fd >= 0:
+        os.close(fd)
+        return True
+    e = ctypes.get_errno()
+    if e in (errno.ESTALE, errno.ENOENT):
+        return False
+    raise OSError(e, os.strerror(e))
 
 
 class Unavailable:

@@ -46,6 +46,9 @@ class NetCounts:
         self.late = None           # s after the job's first read that counting began
         self.restarted = False
         self.full = False          # the reader's map was full: some cgroups went uncounted
+        self.full0 = None          # its full refreshes when this job's counting began
+        self.seen = False          # the job's cgroup has a counter (in this reader's run)
+        self.lost = None           # why the job's counter may have lost packets
         self.why = None            # the reader says it cannot count
         self.stale = None
         self.period = self.mono = None   # of the latest file read
@@ -78,8 +81,24 @@ class NetCounts:
             else:                  # the reader restarted: its counters begin at 0
                 self.base = self._carried() or self.base
                 self.restarted = True
-            self.gen = h["gen"]
+            self.gen, self.seen = h["gen"], False
+            # a refresh that found the map full before this first read may still have
+            # refused this job's first packets: counted as if it came after
+            self.full0 = h.get("full_refreshes", 0) - bool(h.get("full"))
         self.full = self.full or h.get("cgroups", 0) >= h.get("max_cgroups", 1 << 62)
+        if self.lost:
+            return None
+        if "full_refreshes" in h and not self.seen and h["full_refreshes"] > self.full0:
+            # the map was full before this job's counter was made: a packet of the job's
+            # may have been refused one (a counter, once made, is kept while its cgroup is)
+            self.lost = (f"the node reader's counter map was full ({h['max_cgroups']} "
+                         "cgroups) before this job's counter was made, so its traffic may "
+                         "have gone uncounted")
+            self.last = None
+            return None
+        if now is None and self.seen:     # its counter went with its cgroup: the last holds
+            return self._carried()
+        self.seen = self.seen or now is not None
         self.last = [b + n for b, n in zip(self.base, now or (0, 0, 0, 0))]
         return self.last
 
@@ -94,6 +113,8 @@ class NetCounts:
         """How the job's figures were counted (the summary's net_source)."""
         if self.gen is None:
             return f"not available: {self.why or self.stale or 'no counters published'}"
+        if self.lost:
+            return f"not available: {self.lost}"
         notes = []
         if self.late:
             notes.append(f"from {self.late:.1f} s after the job started (the node reader "
