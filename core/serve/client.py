@@ -37,9 +37,7 @@ class RemoteStore(Store):
     def _connect(self):
         try:
             if self.kind == "unix":
-                sock = socket.socket(socket.AF_UNIX)
-                sock.settimeout(self.timeout)
-                sock.connect(self.where)
+                sock = _connect_unix(self.where, self.timeout)
             else:
                 sock = socket.create_connection(self.where, timeout=self.timeout)
             f = sock.makefile("rwb")
@@ -105,6 +103,30 @@ class RemoteStore(Store):
 
     def actions(self, since=None, jobs=None):
         return self.call("actions", since=since, jobs=None if jobs is None else sorted(jobs))
+
+
+def _connect_unix(path, timeout):
+    """A connected Unix socket. A full backlog answers a connect with a timeout EAGAIN at
+    once (others may be connecting faster than the service takes them): tried again
+    until the timeout, as a TCP connect would wait."""
+    import time
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            return sock
+        except BlockingIOError:
+            sock.close()
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        except OSError:
+            sock.close()
+            raise
 
 
 def _why(e):

@@ -29,11 +29,11 @@ OUT_OF_DESCRIPTORS = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
 
 class Pending:
-    __slots__ = ("conn", "remote", "peer", "nonce", "deadline", "buf")
+    __slots__ = ("conn", "fd", "remote", "peer", "nonce", "deadline", "buf", "done")
 
     def __init__(self, conn, remote, peer, nonce, deadline):
         self.conn, self.remote, self.peer, self.nonce = conn, remote, peer, nonce
-        self.deadline, self.buf = deadline, b""
+        self.fd, self.deadline, self.buf, self.done = conn.fileno(), deadline, b"", False
 
 
 def peer_of(conn, remote, address):
@@ -89,18 +89,26 @@ class Gate:
             if self.paused_until is not None:
                 timeout = min(timeout, max(0.0, self.paused_until - self.clock()))
             for key, _mask in self.sel.select(max(timeout, 0.01)):
-                if key.data == "wake":
-                    try:
-                        os.read(self.wake_r, 512)
-                    except OSError:
-                        pass
-                elif isinstance(key.data, tuple):
-                    self._accept(key.fileobj, key.data[1])
-                else:
-                    self._read(key.data)
+                try:
+                    self._event(key)
+                except Exception as e:     # a fault here must not end the door
+                    self._say("fault", f"the door: {type(e).__name__}: {e}")
+                    if isinstance(key.data, Pending) and not key.data.done:
+                        self._drop(key.data, "a fault of the service")
             self._expire()
             if self.paused_until is not None and self.clock() >= self.paused_until:
                 self._resume()
+
+    def _event(self, key):
+        if key.data == "wake":
+            try:
+                os.read(self.wake_r, 512)
+            except OSError:
+                pass
+        elif isinstance(key.data, tuple):
+            self._accept(key.fileobj, key.data[1])
+        else:
+            self._read(key.data)
 
     def stop(self):
         try:
@@ -109,7 +117,7 @@ class Gate:
             pass
 
     def _accept(self, sock, remote):
-        for _ in range(64):           # what waits in the backlog, a bounded batch a turn
+        for _ in range(256):          # what waits in the backlog, a bounded batch a turn
             try:
                 conn, address = sock.accept()
             except (BlockingIOError, InterruptedError):
@@ -131,11 +139,10 @@ class Gate:
         line, nonce = self.hello(remote)
         conn.send(line)               # a few dozen bytes into an empty socket buffer
         p = Pending(conn, remote, peer, nonce, self.clock() + IDENTIFY_SECONDS)
-        fd = conn.fileno()
-        self.waiting[fd] = p
+        self.sel.register(p.fd, selectors.EVENT_READ, p)
+        self.waiting[p.fd] = p
         mine = self.by_peer[peer]
-        mine[fd] = 1
-        self.sel.register(conn, selectors.EVENT_READ, p)
+        mine[p.fd] = 1
         if len(mine) > PENDING_PER_PEER:
             self._drop(self.waiting[next(iter(mine))], "more of the same peer came")
         if len(self.waiting) > self.most:
@@ -143,6 +150,8 @@ class Gate:
             self._drop(self.waiting[next(iter(busiest))], "too many callers waiting")
 
     def _read(self, p):
+        if p.done:                    # closed by an earlier event of the same turn
+            return
         try:
             data = p.conn.recv(4096)
         except (BlockingIOError, InterruptedError):
@@ -177,8 +186,8 @@ class Gate:
             self._drop(p, f"not identified within {IDENTIFY_SECONDS:g} s")
 
     def _forget(self, p):
-        fd = p.conn.fileno()
-        self.sel.unregister(p.conn)
+        fd, p.done = p.fd, True
+        self.sel.unregister(fd)
         del self.waiting[fd]
         mine = self.by_peer[p.peer]
         del mine[fd]

@@ -239,7 +239,7 @@ def listen_unix(path):
     try:
         sock.bind(path)
         os.chmod(path, 0o666)        # who connects is known by the kernel, not the mode
-        sock.listen(1024)
+        sock.listen(socket.SOMAXCONN)
     except OSError:
         sock.close()
         raise
@@ -254,7 +254,7 @@ def listen_tcp(address):
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, int(port)))
-        sock.listen(1024)
+        sock.listen(socket.SOMAXCONN)
     except OSError:
         sock.close()
         raise
