@@ -15,6 +15,10 @@ class ServiceDown(ServiceError):
     pass
 
 
+class _ClosedEarly(Exception):
+    pass
+
+
 def parse_address(address):
     """("unix", path) for a path, ("tcp", (host, port)) for HOST:PORT."""
     from ..config.validate import address_problem
@@ -34,7 +38,20 @@ class RemoteStore(Store):
         self.f = None
         self.user = self.reads = None
 
-    def _connect(self):
+    def _connect(self, attempts=3):
+        """Connect and identify. A connection the service closes before the caller could
+        identify (it closes the oldest of a peer's unidentified connections when more
+        come: on a shared host, other users' floods) is tried again, twice."""
+        for attempt in range(attempts):
+            try:
+                return self._connect_once()
+            except _ClosedEarly as e:
+                if attempt == attempts - 1:
+                    raise ServiceDown(str(e))
+                import time
+                time.sleep(0.05 * (attempt + 1))
+
+    def _connect_once(self):
         try:
             if self.kind == "unix":
                 sock = _connect_unix(self.where, self.timeout)
@@ -53,7 +70,11 @@ class RemoteStore(Store):
                 auth["munge"] = Munge(self.munge_socket).encode(hello["nonce"].encode())
             except MungeError as e:
                 raise ServiceError(f"cannot make a MUNGE credential for the read service: {e}")
-        who = self._exchange(f, auth)
+        try:
+            who = self._exchange(f, auth)
+        except ServiceDown as e:
+            f.close()
+            raise _ClosedEarly(str(e))
         if "error" in who:
             raise ServiceError(f"the read service at {self.address} refused: {who['error']}")
         self.f, self.user, self.reads = f, who.get("user"), who.get("reads")

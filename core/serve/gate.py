@@ -21,7 +21,7 @@ import struct
 import time
 
 IDENTIFY_SECONDS = 5.0       # from connecting to the end of the caller's first line
-PENDING_PER_PEER = 64
+PENDING_PER_PEER = 256
 MAX_PENDING = 4096
 MAX_HELLO_BYTES = 16 << 10   # {"munge": CREDENTIAL}: a credential is well under 1 KiB
 PAUSE_SECONDS = 0.25
