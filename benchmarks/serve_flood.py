@@ -17,7 +17,9 @@ jobmon-test2:
     lines, 2 that ask for 100,000 records again and again, 2 that hold as many identified
     connections as the service lets them (20 asked).
 
-Printed: the quiet and flooded p50/p99 of each way, the service's CPU (percent of a core)
+Printed: the quiet and flooded p50/p99 of each way -- the whole command, and the service's
+answer alone (connect, identify, read: what the command's start-up does not inflate) --,
+the service's CPU (percent of a core)
 and its largest and final resident memory, the flood's counts, and the load average.
 """
 import argparse
@@ -112,6 +114,22 @@ while time.monotonic() < end and count < 1000000:
         time.sleep(0.05)
 print(json.dumps({"kind": kind, "count": count}))
 """
+# the service's own part: connect, identify, read the caller's jobs, N times, each timed
+# (no command start-up, which the machine's load inflates most)
+ANSWER = r"""
+import json, sys, time
+from jobmon.serve.client import RemoteStore
+out = []
+for _ in range(int(sys.argv[3])):
+    t = time.perf_counter()
+    try:
+        st = RemoteStore(sys.argv[1], sys.argv[2], timeout=30); st.jobs(20); st.close()
+        out.append(time.perf_counter() - t)
+    except Exception:
+        out.append(float("inf"))
+    time.sleep(0.2)
+print(json.dumps(out))
+"""
 KINDS = ["idle-unix", "idle-tcp"] + ["churn", "slow", "nest", "hog", "share"] * 2
 
 
@@ -158,6 +176,18 @@ def queries(ways, n, ids, until=float("inf")):
     return {w: sorted(t) for w, t in times.items()}
 
 
+def answers(service, ways, n):
+    """{way: sorted times} of the service's answer alone, as CALLER."""
+    out = {}
+    for way, cfg in ways.items():
+        address = service.socket if way == "socket" else service.address
+        r = subprocess.run(as_user([PYTHON, "-c", ANSWER, address, service.munged.socket,
+                                    str(n)], CALLER), capture_output=True, text=True,
+                           timeout=600)
+        out[way] = sorted(json.loads(r.stdout)) if r.returncode == 0 else [float("inf")]
+    return out
+
+
 def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
@@ -183,6 +213,7 @@ def main():
                 "TCP+MUNGE": service.client_config(service.address)}
         ids = [f"1000_{k}" for k in (0, 17, 42, 77, 99)]
         quiet = queries(ways, max(a.queries // 4, 5), ids)
+        quiet_answers = answers(service, ways, a.queries)
         cpu0, t0, rss = process_cpu(pid), time.monotonic(), [rss_mib(pid)]
         argv = ["prlimit", "--nofile=4096:4096", "--"]
         hostile = [subprocess.Popen(argv + as_user([PYTHON, "-c", HOSTILE_CLIENT, kind,
@@ -196,6 +227,7 @@ def main():
                 rss.append(rss_mib(pid))
         threading.Thread(target=watch, daemon=True).start()
         time.sleep(5)                          # the flood at full strength
+        flooded_answers = answers(service, ways, a.queries)
         flooded = queries(ways, a.queries, ids, until=t0 + a.seconds - 3)
         counts = [json.loads(p.communicate(timeout=a.seconds + 120)[0]) for p in hostile]
         stop.set()
@@ -208,6 +240,12 @@ def main():
             print(f"jobmon query via {way:9s}: quiet p50 {pct(q, 50):.3f} s p99 {pct(q, 99):.3f}"
                   f" s ({len(q)}); flooded p50 {pct(f, 50):.3f} s p99 {pct(f, 99):.3f} s "
                   f"max {f[-1]:.3f} s ({len(f)}, failed {sum(x == float('inf') for x in f)})")
+        for way in ways:
+            q, f = quiet_answers[way], flooded_answers[way]
+            print(f"the service's answer via {way:9s} (connect, identify, 20 jobs): quiet "
+                  f"p50 {pct(q, 50) * 1000:.0f} ms p99 {pct(q, 99) * 1000:.0f} ms; flooded "
+                  f"p50 {pct(f, 50) * 1000:.0f} ms p99 {pct(f, 99) * 1000:.0f} ms max "
+                  f"{f[-1] * 1000:.0f} ms ({len(f)}, failed {sum(x == float('inf') for x in f)})")
         print(f"service: {cpu * 100:.1f} % of a core over the flood ({a.seconds:.0f} s, "
               f"answering the hogs' 100,000-record reads included); resident "
               f"{rss[0]:.0f} MiB before, {max(rss):.0f} MiB at most, {after:.0f} MiB after")
