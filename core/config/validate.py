@@ -22,10 +22,13 @@ class NotRegular(OSError):
 def read_text(path, most=MAX_CONFIG_BYTES):
     """The text of a regular file, opened without blocking (a FIFO or a device given as
     the file would otherwise hold the caller in open() for ever: a job's end included).
-    FileNotFoundError where there is none; NotRegular for anything but a regular file."""
+    FileNotFoundError where there is none; NotRegular for anything but a regular file
+    (or /dev/null, which reads as empty)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     try:
         st = os.fstat(fd)
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3):
+            return ""                  # /dev/null: no settings, as its idiom says
         if not stat.S_ISREG(st.st_mode):
             raise NotRegular(0, f"not a regular file ({_kind(st.st_mode)})")
         chunks, left = [], most + 1
