@@ -46,6 +46,7 @@ PRESSED = MAX_ENTRIES * 3 // 4
 FULL = MAX_ENTRIES - 256
 SWEEP_EVERY = 30.0    # s between sweeps for vanished cgroups
 PRESSED_SWEEP_EVERY = 3.0   # ... while PRESSED (a sweep: ~5 us of CPU per counter)
+PRESSED_HOLD = 60.0   # s the PRESSED pace lasts after the map was last that full
 WALK_MOST = 20000     # directories a sweep walks where the kernel cannot be asked by id
 FILEID_KERNFS = 0xFE  # a cgroup's file handle: its 8-byte id (include/linux/exportfs.h)
 
@@ -134,6 +135,7 @@ class NetCounter:
         self.gone = {}            # cgroup id -> when its directory was first missed
         self.swept = clock()
         self.full_refreshes = 0   # refreshes that found the map full
+        self.pressed_at = -1e9    # when the map was last PRESSED full
         self.by_id = True         # open_by_handle_at answers; else a bounded walk
         self.batch = True         # the kernel reads the map in batches (Linux 5.6)
         self.warned = False
@@ -207,7 +209,10 @@ class NetCounter:
         counts = self.counts()
         full = len(counts) >= FULL
         self.full_refreshes += full
-        pressed = len(counts) >= PRESSED
+        if len(counts) >= PRESSED:
+            self.pressed_at = t
+        # pressed a while after: the last of a flood's cgroups go as fast as its first
+        pressed = t - self.pressed_at < PRESSED_HOLD
         if t - self.swept >= (PRESSED_SWEEP_EVERY if pressed else SWEEP_EVERY):
             self.sweep(counts, PRESSED_GRACE if pressed else GONE_GRACE)
         head = {"format": FORMAT, "available": True, "host": os.uname().nodename, "seq": seq,
