@@ -197,7 +197,10 @@ def test_sampler_writes_breakdowns_in_procfs_and_cgroup_mode(tmp_path, mode):
     # (CPU relative to the others: this shared machine may give the burner little)
     assert last["sleep"]["procs"] == 3 and full["top"][0]["comm"] == "burner"
     assert last["burner"]["cpu_cores"] > max(0.05, 2 * last["holder"]["cpu_cores"])
-    assert last["holder"]["rss_bytes"] > 64 << 20
+    # its 64 MiB are touched in its first moments; on a loaded machine a breakdown may
+    # come before they all are, never all of them
+    assert max(groups(r)["holder"]["rss_bytes"] for r in recs
+               if "holder" in groups(r)) > 64 << 20
     assert all("cmdline" not in g for g in recs[-1]["top"])
     # `jobmon query` shows them, as text and as JSON
     q = jobmon("query", "bd", "--store", store)
