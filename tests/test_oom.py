@@ -2,8 +2,8 @@
 which process, the job's charge and limit then, anonymous memory against page cache, the
 cgroup's counters -- in its summary, `jobmon query`, the HTML page (marked on the memory
 plot) and the report card. Real OOM kills: `jobmon run` in a memory-limited cgroup of the
-host's version, v1 or v2 (root: the kernel's log), the Slurm test cluster's sampler (the job's user: no kernel log, the
-samples), the recorded kernel log of each."""
+host's version, v1 or v2 (root: the kernel's log), the Slurm test cluster's sampler (the
+job's user: no kernel log, the samples), the recorded kernel log of each."""
 import json
 import os
 import subprocess

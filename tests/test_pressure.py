@@ -1,7 +1,7 @@
 """Why a job waited, per job: the kernel's pressure stall information (PSI) of the job's own
 cgroup where there is one (its v2 cgroup; on a hybrid host the controller-less v2 cgroup
-jobmon makes beside the job's v1 ones), else the run-queue wait of its threads; CPU quota throttling;
-PSI off detected. Real jobs beside real CPU hogs (the v2 guest has its own:
+jobmon makes beside the job's v1 ones), else the run-queue wait of its threads; CPU quota
+throttling; PSI off detected. Real jobs beside real CPU hogs (the v2 guest has its own:
 tests/guest/inside/test_contention.py)."""
 import os
 import subprocess
