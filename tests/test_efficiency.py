@@ -117,6 +117,16 @@ def _fold(mem, cores=1.0, step=10.0):
     return f.totals()
 
 
+def test_a_job_no_sample_saw_had_a_thread():
+    """A job over before jobmon's first sample (`sleep 0.3` while jobmon starts under
+    emulation, in a v2 cgroup whose pids peak of 2 was the exec trampoline's moment, so
+    not the job's): its one process had a thread (seen: threads_max 0, procs_max 1)."""
+    f = Fold()
+    f.add({"elapsed_seconds": 0.9, "procs": 0, "threads": 0})
+    s = f.totals(tasks_peak=None)
+    assert (s["procs_max"], s["threads_max"]) == (1, 1), s
+
+
 def test_suspects_leak_idle_and_flat():
     leak = _fold([(100 << 20) + i * (10 << 20) for i in range(20)])
     assert leak["mem_rising"] == 1
