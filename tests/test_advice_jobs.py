@@ -11,8 +11,8 @@ import time
 import pytest
 
 from contention import DIRECT_READ, SPIN, THRASH, cpu_hogs, data_file, disk_of
-from helpers import (JOBMON, PYTHON, TEST_USER, as_user, job_cgroup, jobmon, limit_job_memory,
-                     needs_root, needs_test_user, root, job_cgroup_method, set_job_cgroup,
+from helpers import (JOBMON, PYTHON, TEST_USER, as_user, job_cgroup, job_cgroup_method, jobmon,
+                     limit_job_memory, needs_root, needs_test_user, root, set_job_cgroup,
                      shared_tmpdir)
 from jobmon import cgroups
 from jobmon.probes.pressure import psi_state

@@ -11,8 +11,8 @@ import os
 import pytest
 
 from chromium import CHROMIUM, Chromium
-from helpers import IS_ROOT, jobmon, jobmon_run, needs_test_user, py, job_cgroup_method, \
-    shared_tmpdir, TEST_USER
+from helpers import (IS_ROOT, job_cgroup_method, jobmon, jobmon_run, needs_test_user, py,
+                     shared_tmpdir, TEST_USER)
 from jobmon.summary import efficiency
 from jobmon.report import job_efficiency
 

@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from helpers import JOBMON, TEST_USER, as_user, fixture, needs_root, needs_test_user, \
-    job_cgroup_method
+from helpers import (JOBMON, TEST_USER, as_user, fixture, job_cgroup_method, needs_root,
+                     needs_test_user)
 from node_site import (CLIENT, HEADER, SERVER, NodeReader, Server, received_as, run_job,
                        sent_as)
 

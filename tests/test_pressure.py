@@ -12,7 +12,7 @@ import pytest
 
 from contention import SPIN, cpu_hogs
 from helpers import (JOBMON, PYTHON, TEST_USER, as_user, fixture, job_cgroup, load_json,
-                     needs_root, needs_test_user, root, job_cgroup_method, shared_tmpdir)
+                     job_cgroup_method, needs_root, needs_test_user, root, shared_tmpdir)
 from jobmon import cgroups
 from jobmon.probes import pressure
 from jobmon.probes.cgroup_v2 import CgroupV2Probe

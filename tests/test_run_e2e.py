@@ -12,8 +12,8 @@ import time
 import pytest
 
 from helpers import (IS_ROOT, JOBMON, PYTHON, TEST_USER, as_user, cgroup_tree, cpu_tolerance,
-                     is_job_cgroup, jobmon, jobmon_run, load_json, needs_root, needs_test_user,
-                     py, root, job_cgroup_method, shared_tmpdir)
+                     is_job_cgroup, job_cgroup_method, jobmon, jobmon_run, load_json,
+                     needs_root, needs_test_user, py, root, shared_tmpdir)
 
 from jobmon import cgroups
 
