@@ -80,3 +80,32 @@ def pytest_sessionfinish(session):
     from helpers import SHARED_TMPDIRS
     for d in SHARED_TMPDIRS:
         shutil.rmtree(d, ignore_errors=True)
+
+
+# --- in the cgroup v2 guest (tests/guest/guest_boot.py sets JOBMON_GUEST): of the host's own
+# test modules it is given, only the tests marked cgroup_tree run (they make real cgroups, of
+# the version the host has: here pure v2); the rest are deselected, not run under emulation
+@_pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    import os
+    if not os.environ.get("JOBMON_GUEST"):
+        return
+    guest_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest") + os.sep
+    keep, drop = [], []
+    for item in items:
+        inside = str(item.path).startswith(guest_dir)
+        (keep if inside or item.get_closest_marker("cgroup_tree") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_collection_finish(session):
+    """In the guest: the tests it is about to run, one node id a line, into the shared
+    results directory, so that the host can tell a test that never ran (the guest's pytest
+    stopped at its time limit) from one that passed."""
+    import os
+    rw = os.environ.get("JOBMON_GUEST")
+    if rw and os.path.isdir(rw):
+        with open(os.path.join(rw, "collected"), "w") as f:
+            f.write("".join(item.nodeid + "\n" for item in session.items))

@@ -82,21 +82,6 @@ def jobmon(*args, **kw):
     return subprocess.run([JOBMON] + list(args), **kw)
 
 
-def job_cgroup_method():
-    """The method `jobmon run` as root measures a new job by on this host (`--cgroup=auto`,
-    no preferred version): `cgroup-v2` where a v2 cgroup with memory can be made, else
-    `cgroup-v1`, else `procfs`. Found by making that cgroup the way jobmon does, and removing
-    it: a test expects the version the host has, never assumes one."""
-    from jobmon import cgroups
-    cg = cgroups.create(f"jobmon-pytest-which-{os.getpid()}")
-    if cg is None:
-        return "procfs"
-    try:
-        return f"cgroup-v{cg.version}"
-    finally:
-        cg.remove()
-
-
 def load_json(path):
     with open(path) as f:
         return json.load(f)
@@ -125,10 +110,10 @@ def owned_by(user, *parts):
 
 
 def set_job_cgroup(proc, controller, name, value):
-    """Wait for the cgroup v1 `controller` group `jobmon run --cgroup=create` makes for
-    `proc` (a Popen) and write `value` into its file `name`, before the job (held at a
-    gate) starts. The group is found from the job's process: its name has a suffix where a
-    killed jobmon's group of the same pid was left behind."""
+    """Wait for the cgroup `jobmon run --cgroup=create` makes for `proc` (a Popen) and write
+    `value` into its file `name`, before the job (held at a gate) starts. controller: the
+    v1 controller whose cgroup it is, or "v2". The group is found from the job's process:
+    its name has a suffix where a killed jobmon's group of the same pid was left behind."""
     import time
     from jobmon import cgroups
     from jobmon.probes.breakdown import children
@@ -157,5 +142,77 @@ def is_job_cgroup(path, pid):
 
 
 def limit_job_memory(proc, limit):
-    """The job's memory limit, set as soon as jobmon made its v1 memory cgroup."""
-    set_job_cgroup(proc, "memory", "memory.limit_in_bytes", limit)
+    """The job's memory limit, set as soon as jobmon made its memory cgroup (v1's
+    memory.limit_in_bytes, or v2's memory.max on a pure v2 host)."""
+    if job_cgroup_method() == "cgroup-v2":
+        set_job_cgroup(proc, "v2", "memory.max", limit)
+    else:
+        set_job_cgroup(proc, "memory", "memory.limit_in_bytes", limit)
+
+
+# --- the host's cgroups: tests follow the version a root job gets here, never assume one
+# tests that make real cgroups (a root `jobmon run` whose cgroup is what the test is about, a
+# cgroup made to put a job in): they run on the host, in its version, and the cgroup v2
+# guest runs them too (tests/guest/guest_boot.py picks the modules that use this mark)
+cgroup_tree = pytest.mark.cgroup_tree
+_METHOD = []
+
+
+def job_cgroup_method():
+    """The method a job `jobmon run` starts as root gets on this host: "cgroup-v1" on a
+    hybrid host (v1 controllers, a cgroup2 mount without them), "cgroup-v2" on a pure v2
+    host, "procfs" where no cgroup can be made (or the tests are not root). Found as jobmon
+    finds it, by making (and removing) a transient cgroup; once per session."""
+    if not _METHOD:
+        method = "procfs"
+        if IS_ROOT:
+            from jobmon import cgroups
+            cg = cgroups.create(f"jobmon-pytest-probe-{os.getpid()}")
+            if cg is not None:
+                method = f"cgroup-v{cg.version}"
+                cg.remove()
+        _METHOD.append(method)
+    return _METHOD[0]
+
+
+def job_cgroup(name, memory=None, cores=None):
+    """A transient cgroup as a root job gets one on this host (v1's cpuacct, memory, pids,
+    blkio, or one v2 cgroup), for a test to put a job in (`--cgroup=existing` with
+    preexec_fn=cg.join: as in a scheduler's cgroup), with a memory limit (bytes) and a CPU
+    quota (cores) where asked; `cg.quota` says whether the quota could be set (v1: only
+    where the cpu controller shares cpuacct's hierarchy). Skips the test where no cgroup
+    can be made. The caller removes it (cg.remove())."""
+    from jobmon import cgroups
+    cg = cgroups.create(name) if IS_ROOT else None
+    if cg is None:
+        pytest.skip("no cgroup can be made here")
+    cg.quota = False
+    try:
+        if memory is not None:
+            with open(memory_file(cg, "limit"), "w") as f:
+                f.write(str(memory))
+        if cores is not None:
+            quota = os.path.join(cg.dirs["cpuacct"], "cpu.cfs_quota_us") if cg.version == 1 \
+                else os.path.join(cg.dirs["v2"], "cpu.max")
+            if os.path.exists(quota):
+                with open(quota, "w") as f:
+                    f.write(str(int(cores * 100000)) + ("" if cg.version == 1 else " 100000"))
+                cg.quota = True
+    except BaseException:
+        cg.remove()
+        raise
+    return cg
+
+
+_MEMORY_FILES = {"limit": ("memory.limit_in_bytes", "memory.max"),
+                 "peak": ("memory.max_usage_in_bytes", "memory.peak")}
+
+
+def memory_dir(cg):
+    """The directory of a JobCgroups' memory controller (v1) or of its v2 cgroup."""
+    return cg.dirs["memory"] if cg.version == 1 else cg.dirs["v2"]
+
+
+def memory_file(cg, what):
+    """The file of a JobCgroups' memory `what` ("limit", "peak") in its version."""
+    return os.path.join(memory_dir(cg), _MEMORY_FILES[what][cg.version - 1])

@@ -1,15 +1,16 @@
 """Contention judged against what the job could have used, on real jobs in each source of
-the wait: PSI (this hybrid host: the controller-less v2 cgroup jobmon makes beside the
-job's v1 ones) and the run-queue wait of its threads (procfs mode, as an unprivileged
-user). Three jobs in each, at the machine's own load and beside CPU hogs: one that sleeps
-(idle), one that spins on as many processes as it asked cores for (contended when hogs
-are beside it), one that spins on one process of the four cores it asked for
-(under-using). A job that waited for a CPU is not told to ask for fewer cores; an idle or
+the wait: PSI (the cgroup a root job gets here: on a hybrid host the controller-less v2
+cgroup jobmon makes beside the job's v1 ones, on a pure v2 host its own) and the run-queue
+wait of its threads (procfs mode, as an unprivileged user). Three jobs in each, at the
+machine's own load and beside CPU hogs: one that sleeps (idle), one that spins on as many
+processes as it asked cores for (contended when hogs are beside it), one that spins on one
+process of the four cores it asked for (under-using). A job that waited for a CPU is not told to ask for fewer cores; an idle or
 under-using one is, however busy the node."""
 import pytest
 
 from contention import SPIN, cpu_hogs
-from helpers import PYTHON, TEST_USER, needs_root, needs_test_user, root, shared_tmpdir
+from helpers import (PYTHON, TEST_USER, job_cgroup_method, needs_root, needs_test_user, root,
+                     shared_tmpdir)
 from test_advice_jobs import advice, needs_psi, query, run
 from jobmon.config.report import defaults
 from jobmon.summary.advice import advise
@@ -31,7 +32,7 @@ def job(source, name, hogs):
     jid = f"{name}-{source}-{'hogs' if hogs else 'load'}"
     if source == "psi":
         needs_psi()
-        tmp, args, user = shared_tmpdir(), ["--cgroup=create", "--cgroup-version=1"], None
+        tmp, args, user = shared_tmpdir(), ["--cgroup=create"], None
     else:
         tmp, args, user = shared_tmpdir(), [], TEST_USER
     args = args + [f"--tag=request_cpus={cores}"]
@@ -43,7 +44,7 @@ def job(source, name, hogs):
     rep = query(store, jid)
     s = rep["summary"]
     assert s["pressure_source"] == source, s
-    assert s["method"] == ("cgroup-v1" if source == "psi" else "procfs"), s
+    assert s["method"] == (job_cgroup_method() if source == "psi" else "procfs"), s
     return s, advice(rep)
 
 

@@ -1,5 +1,6 @@
-"""Advice that knows contention, each rule shown on a real job on this host (cgroup v1;
-the cgroup v2 guest has the same in tests/guest/inside/test_contention.py): a job beside
+"""Advice that knows contention, each rule shown on a real job on this host, in the cgroups
+a root job gets here (v1 on a hybrid host, v2 on a pure v2 one; the cgroup v2 guest has the
+same on its ext4 disk in tests/guest/inside/test_contention.py): a job beside
 CPU hogs, a job reading from a throttled device, a job thrashing at its memory limit.
 Through the real `jobmon run` and `jobmon query --json`."""
 import json
@@ -10,8 +11,9 @@ import time
 import pytest
 
 from contention import DIRECT_READ, SPIN, THRASH, cpu_hogs, data_file, disk_of
-from helpers import (JOBMON, PYTHON, TEST_USER, as_user, jobmon, limit_job_memory, needs_root,
-                     needs_test_user, root, set_job_cgroup, shared_tmpdir)
+from helpers import (JOBMON, PYTHON, TEST_USER, as_user, job_cgroup, job_cgroup_method, jobmon,
+                     limit_job_memory, needs_root, needs_test_user, root, set_job_cgroup,
+                     shared_tmpdir)
 from jobmon import cgroups
 from jobmon.probes.pressure import psi_state
 
@@ -63,7 +65,7 @@ def test_the_contended_two_process_job_is_not_told_to_ask_for_fewer_cores(tmp_pa
     needs_psi()
     with cpu_hogs():
         store = run(str(tmp_path), "contended", [PYTHON, "-c", SPIN, "2", "3"],
-                    ["--cgroup=create", "--cgroup-version=1", "--tag=request_cpus=2"])
+                    ["--cgroup=create", "--tag=request_cpus=2"])
     rep = query(store, "contended")
     got = advice(rep)
     assert rep["summary"]["cpu_efficiency_percent"] < 50, rep["summary"]   # it got little
@@ -94,16 +96,20 @@ def test_the_contended_job_in_procfs_mode_is_told_from_its_run_queue_wait():
 @root
 @needs_root
 def test_a_job_reading_from_a_throttled_device_is_io_bound(tmp_path):
-    """The job's v1 blkio cgroup limited to 1 MiB/s of reads from the disk its file is on
-    (set once jobmon made the cgroup, before the job reads): 4 MiB read with O_DIRECT, the
-    job waits for storage nearly all of its run."""
+    """The job's cgroup limited to 1 MiB/s of reads from the disk its file is on (v1's
+    blkio throttle, or v2's io.max; set once jobmon made the cgroup, before the job reads):
+    4 MiB read with O_DIRECT, the job waits for storage nearly all of its run."""
     needs_psi()
     path = data_file(str(tmp_path), 4 * MiB)
     gate = str(tmp_path / "go")
     p, store = run(str(tmp_path), "io-bound", [PYTHON, "-c", DIRECT_READ, path, gate],
-                   ["--cgroup=create", "--cgroup-version=1"], wait=False)
+                   ["--cgroup=create"], wait=False)
     try:
-        set_job_cgroup(p, "blkio", "blkio.throttle.read_bps_device", f"{disk_of(path)} {1 * MiB}")
+        if job_cgroup_method() == "cgroup-v2":
+            set_job_cgroup(p, "v2", "io.max", f"{disk_of(path)} rbps={1 * MiB}")
+        else:
+            set_job_cgroup(p, "blkio", "blkio.throttle.read_bps_device",
+                           f"{disk_of(path)} {1 * MiB}")
         open(gate, "w").close()
         _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -120,7 +126,7 @@ def test_a_job_reading_from_a_throttled_device_is_io_bound(tmp_path):
 
 def thrash_in(tmp_path, job, args, preexec_fn=None, limit_after_start=False):
     """The THRASH job over a 56 MiB file for 4 s in a cgroup limited to 48 MiB
-    (limit_after_start: the limit set on the v1 memory cgroup jobmon makes for it)."""
+    (limit_after_start: the limit set on the memory cgroup jobmon makes for it)."""
     path = data_file(str(tmp_path), 56 * MiB)
     cmd = [PYTHON, "-c", THRASH, path, "4"]
     if not limit_after_start:
@@ -144,13 +150,12 @@ FAULTS = "major page faults a second while at its memory limit"
 @root
 @needs_root
 def test_a_job_thrashing_at_its_limit_in_jobmons_cgroup_is_told_so(tmp_path):
-    """jobmon's own transient cgroup, its v1 memory limit set to 48 MiB before the job maps
+    """jobmon's own transient cgroup, its memory limit set to 48 MiB before the job maps
     its 56 MiB file: the pages it keeps reading back. PSI is there too (its v2 cgroup):
     this kernel counts those reads as I/O stalls, not memory ones (it never held the
     pages as a working set), so the rule speaks from the faults."""
     needs_psi()
-    store = thrash_in(tmp_path, "thrash-own", ["--cgroup=create", "--cgroup-version=1"],
-                      limit_after_start=True)
+    store = thrash_in(tmp_path, "thrash-own", ["--cgroup=create"], limit_after_start=True)
     rep = query(store, "thrash-own")
     s, got = rep["summary"], advice(rep)
     assert s["pressure_source"] == "psi" and s["mem_pressure_percent"] is not None, s
@@ -160,22 +165,23 @@ def test_a_job_thrashing_at_its_limit_in_jobmons_cgroup_is_told_so(tmp_path):
 
 @root
 @needs_root
-def test_a_job_thrashing_in_a_schedulers_v1_cgroup_is_told_so(tmp_path):
-    """A v1 cgroup someone else made, limited to 48 MiB (no PSI of the job's own): its
-    major page faults a second while it kept hitting the limit."""
-    cg = cgroups.create(f"jobmon-pytest-thrash-{os.getpid()}", prefer=1)
-    if cg is None or cg.version != 1:
-        pytest.skip("no cgroup v1 here")
+def test_a_job_thrashing_in_a_schedulers_cgroup_is_told_so(tmp_path):
+    """A cgroup someone else made, of the host's version, limited to 48 MiB: its major
+    page faults a second while it kept hitting the limit. On v1 it has no PSI of the job's
+    own (the run-queue wait instead); on v2 its own PSI."""
+    cg = job_cgroup(f"jobmon-pytest-thrash-{os.getpid()}", memory=48 * MiB)
     try:
-        with open(os.path.join(cg.dirs["memory"], "memory.limit_in_bytes"), "w") as f:
-            f.write(str(48 * MiB))
-        store = thrash_in(tmp_path, "thrash-v1", ["--cgroup=existing"], preexec_fn=cg.join)
+        store = thrash_in(tmp_path, "thrash-sched", ["--cgroup=existing"],
+                          preexec_fn=cg.join)
     finally:
         time.sleep(0.05)
         cg.remove()
-    rep = query(store, "thrash-v1")
+    rep = query(store, "thrash-sched")
     s, got = rep["summary"], advice(rep)
-    assert s["pressure_source"] == "run-queue" and s["mem_limit_hits"] > 0, s
-    assert s["mem_pressure_percent"] is None
+    assert s["method"] == f"cgroup-v{cg.version}" and s["mem_limit_hits"] > 0, s
+    if cg.version == 1:
+        assert s["pressure_source"] == "run-queue" and s["mem_pressure_percent"] is None, s
+    else:
+        assert s["pressure_source"] == "psi" and s["mem_pressure_percent"] is not None, s
     assert FAULTS in got["memory_thrashing"], got
     assert s["mem_allocated_bytes"] == 48 * MiB and "it was given" in got["memory_thrashing"]

@@ -12,7 +12,7 @@ from jobmon.probes import select
 from jobmon.probes.cgroup_v1 import CgroupV1Probe
 from jobmon.probes.cgroup_v2 import CgroupV2Probe
 
-from helpers import fixture, needs_root, read_fixture, root
+from helpers import cgroup_tree, fixture, job_cgroup, needs_root, read_fixture, root
 
 SLURM_JOB = "system.slice/slurmstepd.scope/job_4242"
 CONDOR_SLOT = "htcondor/condor_var_lib_condor_execute_slot1_1@host"
@@ -355,6 +355,7 @@ def _own_v1_ok():
 
 @root
 @needs_root
+@cgroup_tree
 @pytest.mark.parametrize("version", [1, 2])
 def test_create_join_remove_real(version):
     if version == 1 and not _own_v1_ok():
@@ -383,6 +384,7 @@ def test_create_join_remove_real(version):
 
 @root
 @needs_root
+@cgroup_tree
 @pytest.mark.parametrize("version", [1, 2])
 def test_create_beside_a_leftover_of_the_same_name(version):
     """A jobmon killed before it removed its cgroup leaves jobmon-<pid> behind; a later jobmon
@@ -412,18 +414,17 @@ def test_create_beside_a_leftover_of_the_same_name(version):
 
 @root
 @needs_root
+@cgroup_tree
 def test_existing_finds_own_created_cgroup():
-    if not _own_v1_ok():
-        pytest.skip("no cgroup v1 here")
-    cg = cgroups.create(f"jobmon-pytest-ex-{os.getpid()}", prefer=1)
-    if cg is None:
-        pytest.skip("cannot create a cgroup here")
+    """The cgroup a root job gets here (v1 on a hybrid host, v2 on a pure v2 one), found
+    again from a process in it as `--cgroup=existing` finds it."""
+    cg = job_cgroup(f"jobmon-pytest-ex-{os.getpid()}")
     p = subprocess.Popen(["sleep", "30"], preexec_fn=cg.join)
     try:
-        found = cgroups.existing(p.pid, prefer=1)
-        assert found is not None and found.version == 1 and not found.created
-        assert found.dirs["memory"] == cg.dirs["memory"]
-        assert found.dirs["cpuacct"] == cg.dirs["cpuacct"]
+        found = cgroups.existing(p.pid)
+        assert found is not None and found.version == cg.version and not found.created
+        for key in ("memory", "cpuacct") if cg.version == 1 else ("v2",):
+            assert found.dirs[key] == cg.dirs[key]
     finally:
         p.kill()
         p.wait()

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from helpers import JOBMON, PYTHON, jobmon_run, load_json, py
-from jobmon import cgroups
+from helpers import JOBMON, PYTHON, cgroup_tree, job_cgroup, jobmon_run, load_json, py
 from jobmon.summary import efficiency as eff
 from jobmon.influx import grammar, schema
 from jobmon.summary.advice import advise
@@ -118,6 +117,16 @@ def _fold(mem, cores=1.0, step=10.0):
     return f.totals()
 
 
+def test_a_job_no_sample_saw_had_a_thread():
+    """A job over before jobmon's first sample (`sleep 0.3` while jobmon starts under
+    emulation, in a v2 cgroup whose pids peak of 2 was the exec trampoline's moment, so
+    not the job's): its one process had a thread (seen: threads_max 0, procs_max 1)."""
+    f = Fold()
+    f.add({"elapsed_seconds": 0.9, "procs": 0, "threads": 0})
+    s = f.totals(tasks_peak=None)
+    assert (s["procs_max"], s["threads_max"]) == (1, 1), s
+
+
 def test_suspects_leak_idle_and_flat():
     leak = _fold([(100 << 20) + i * (10 << 20) for i in range(20)])
     assert leak["mem_rising"] == 1
@@ -175,33 +184,26 @@ def test_a_taskset_is_the_allocation(tmp_path):
 
 
 @needs_root
+@cgroup_tree
 def test_a_cgroup_limit_is_the_allocation(tmp_path):
-    """A job in a real v1 cgroup with a 256 MiB limit (and a 0.5-core quota where the cpu
-    controller shares cpuacct's hierarchy): the summary's allocation is that, and its
-    efficiency is against it."""
-    cg = cgroups.create(f"jobmon-pytest-limits-{os.getpid()}", prefer=1)
-    if cg is None or cg.version != 1:
-        pytest.skip("no cgroup v1 here")
+    """A job in a real cgroup of the host's version with a 256 MiB limit (and a 0.5-core
+    quota: v2's cpu.max, or v1's where the cpu controller shares cpuacct's hierarchy): the
+    summary's allocation is that, and its efficiency is against it."""
+    cg = job_cgroup(f"jobmon-pytest-limits-{os.getpid()}", memory=256 << 20, cores=0.5)
     try:
-        with open(os.path.join(cg.dirs["memory"], "memory.limit_in_bytes"), "w") as f:
-            f.write(str(256 << 20))
-        quota = os.path.join(cg.dirs["cpuacct"], "cpu.cfs_quota_us")
-        if os.path.exists(quota):
-            with open(quota, "w") as f:
-                f.write("50000")
         code = "import time\nx = b'1' * (64 << 20)\nt = time.time()\nwhile time.time() - t < 1: pass"
         p = subprocess.run([JOBMON, "run", "--store=none", "--cgroup=existing",
                             "--interval=0.2", f"--summary={tmp_path}/s.json", "--",
                             PYTHON, "-c", code], preexec_fn=cg.join, capture_output=True,
-                           timeout=60)
+                           timeout=180)
         assert p.returncode == 0, p.stderr
         s = load_json(tmp_path / "s.json")
-        assert s["method"] == "cgroup-v1", s["method"]
+        assert s["method"] == f"cgroup-v{cg.version}", s["method"]
         assert s["mem_allocated_bytes"] == 256 << 20, s
         assert s["mem_efficiency_percent"] == pytest.approx(
             100 * s["rss_peak_bytes"] / (256 << 20), abs=0.01)
         assert s["rss_peak_bytes"] > 64 << 20
-        if os.path.exists(quota):
+        if cg.quota:
             assert s["cores_allocated"] == 0.5 and 20 < s["cpu_efficiency_percent"] <= 110, s
     finally:
         time.sleep(0.05)

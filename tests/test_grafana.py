@@ -207,12 +207,13 @@ OOM_JOB = "oom-1"
 
 
 def oom_job(site):
-    """A root job in a cgroup of its own (on this hybrid host: PSI), its memory limit set to
-    48 MiB once jobmon made the cgroup: cores idle for a while, then killed for memory."""
+    """A root job in a cgroup of its own, of the host's version (PSI: its v2 cgroup, beside
+    its v1 ones on a hybrid host), its memory limit set to 48 MiB once jobmon made the
+    cgroup: cores idle for a while, then killed for memory."""
     gate = os.path.join(shared_tmpdir("jobmon-grafana-"), "go")
     p = subprocess.Popen([os.path.join(os.path.dirname(PYTHON), "jobmon"), "run",
                           "--interval=0.2", f"--job-id={OOM_JOB}", "--cgroup=create",
-                          "--cgroup-version=1", "--tag=request_memory=48MiB", "--",
+                          "--tag=request_memory=48MiB", "--",
                           "/bin/sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"',
                           gate, PYTHON, "-c", GREEDY], env=site.env, stderr=subprocess.PIPE,
                          text=True)

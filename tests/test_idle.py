@@ -136,11 +136,12 @@ while not os.path.exists(stop):
 
 @needs_root
 def test_a_job_near_its_memory_limit_is_flagged_in_top_and_watch(tmp_path):
-    """jobmon's own cgroup (v1) limited to 48 MiB before the job takes 93 % of it: every
-    sample carries the limit, and the live views say the job is near an OOM kill."""
+    """jobmon's own cgroup (of the host's version) limited to 48 MiB before the job takes
+    93 % of it: every sample carries the limit, and the live views say the job is near an
+    OOM kill."""
     store, stop, gate = str(tmp_path / "store.db"), tmp_path / "stop", tmp_path / "go"
     p = subprocess.Popen([JOBMON, "run", "--interval=0.2", "--job-id=near", f"--store={store}",
-                          "--cgroup=create", "--cgroup-version=1", "--", "/bin/sh", "-c",
+                          "--cgroup=create", "--", "/bin/sh", "-c",
                           'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"', str(gate),
                           PYTHON, "-c", NEAR, str(48 * MiB), str(stop)],
                          env=env(), stderr=subprocess.PIPE)

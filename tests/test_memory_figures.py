@@ -1,5 +1,6 @@
 """A job report's memory figures are named for how they are obtained, in each mode (a
-cgroup v1 job here; a procfs job of an unprivileged user; cgroup v2 in the guest), the same
+cgroup job as a root job gets one on this host, v1 or v2; a procfs job of an unprivileged
+user; the v2 figures also in the guest's own test), the same
 in JSON, CSV, the terminal at 80 columns and the HTML page; a figure defined to include
 another (`includes`) never comes out below it. Real `jobmon run`s, the real renderers."""
 import csv
@@ -10,7 +11,7 @@ import os
 import pytest
 
 from chromium import CHROMIUM, Chromium
-from helpers import (IS_ROOT, jobmon, jobmon_run, job_cgroup_method, needs_test_user, py,
+from helpers import (IS_ROOT, job_cgroup_method, jobmon, jobmon_run, needs_test_user, py,
                      shared_tmpdir, TEST_USER)
 from jobmon.summary import efficiency
 from jobmon.report import job_efficiency
@@ -24,6 +25,11 @@ SLEEPER = "import time; time.sleep(1.5)"
 # 0.1 s; the next is the final one, with --interval=60)
 SPIKE = ("import time\ntime.sleep(1.5)\nx = bytearray(160 << 20)\nfor i in range(0, len(x), "
          "4096): x[i] = 1\ntime.sleep(0.2)\ndel x\ntime.sleep(0.5)")
+
+
+# what each cgroup version's figures are read from, as their meanings say
+MEANINGS = {"cgroup-v1": ("memory.stat total_rss + total_shmem", "memory.max_usage_in_bytes"),
+            "cgroup-v2": ("memory.stat anon + shmem", "memory.peak")}
 
 
 def check_includes(rows):
@@ -74,7 +80,9 @@ def test_cgroup_job_figures_and_the_resident_peak_above_the_kernel_peak(tmp_path
     r = jobmon_run(["--job-id=sleeper", "--interval=0.5"], py(SLEEPER), store=store)
     assert r.returncode == 0, r.stderr
     doc, rows, by, text, page = reports("sleeper", store, tmp_path)
-    assert doc["summary"]["method"] == job_cgroup_method() != "procfs"
+    method = job_cgroup_method()
+    assert method != "procfs", "no cgroup for a root job here"
+    assert doc["summary"]["method"] == method
     assert list(rows) == ["resident peak", "resident, sampled", "charged peak, sampled",
                           "kernel peak (cgroup)"]
     check_includes(rows)
@@ -86,8 +94,9 @@ def test_cgroup_job_figures_and_the_resident_peak_above_the_kernel_peak(tmp_path
     assert peak["value"] > rows["kernel peak (cgroup)"]["value"]
     assert peak["includes"] == ["resident, sampled"]
     assert "program and library pages" in peak["meaning"]
-    assert "memory.stat total_rss + total_shmem" in rows["resident, sampled"]["meaning"]
-    assert "memory.max_usage_in_bytes" in rows["kernel peak (cgroup)"]["meaning"]
+    resident, kernel = MEANINGS[method]
+    assert resident in rows["resident, sampled"]["meaning"]
+    assert kernel in rows["kernel peak (cgroup)"]["meaning"]
     check_renderings(rows, by, text, page)
 
 

@@ -1,8 +1,9 @@
 """Network bytes per job: the node reader's hand-assembled BPF program, loaded through the
 kernel's verifier on this host's real kernel, counting real loopback traffic of real
-`jobmon run` jobs. This host has hybrid cgroups: a job run as root gets a cgroup v2 of
-its own beside its v1 ones, and that is what its sockets are counted by (the pure v2
-case, Slurm's and a job's own, is tests/guest/inside/test_network.py)."""
+`jobmon run` jobs. A job run as root gets a cgroup v2 of its own: on a hybrid host one
+beside its v1 ones, on a pure v2 host its only one, and that is what its sockets are
+counted by (the pure v2 case, Slurm's and a job's own, is also
+tests/guest/inside/test_network.py)."""
 import json
 import os
 import subprocess

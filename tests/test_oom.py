@@ -1,9 +1,9 @@
 """OOM forensics: a job whose process the kernel kills for memory gets the story -- when,
 which process, the job's charge and limit then, anonymous memory against page cache, the
 cgroup's counters -- in its summary, `jobmon query`, the HTML page (marked on the memory
-plot) and the report card. Real OOM kills: `jobmon run` in a memory-limited cgroup (root:
-the kernel's log), the Slurm test cluster's sampler (the job's user: no kernel log, the
-samples), the recorded kernel log of each."""
+plot) and the report card. Real OOM kills: `jobmon run` in a memory-limited cgroup of the
+host's version, v1 or v2 (root: the kernel's log), the Slurm test cluster's sampler (the
+job's user: no kernel log, the samples), the recorded kernel log of each."""
 import json
 import os
 import subprocess
@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from helpers import JOBMON, PYTHON, fixture, jobmon, limit_job_memory, needs_root, root
-from jobmon import cgroups
+from helpers import (JOBMON, PYTHON, cgroup_tree, fixture, job_cgroup, jobmon, limit_job_memory,
+                     memory_dir, needs_root, root)
+from jobmon.probes import select
 from jobmon.summary import oom
-from jobmon.probes.cgroup_v1 import CgroupV1Probe
 from jobmon.sinks import card_text
 
 MiB = 1 << 20
@@ -89,11 +89,11 @@ def test_a_kill_the_final_read_found_came_before_the_jobs_end():
 
 
 def limited_job(tmp_path, limit, want, store=None):
-    """`jobmon run` (root, its own v1 cgroup) of GREEDY wanting `want` MiB, the cgroup's
-    memory limit set to `limit` before the job starts allocating."""
+    """`jobmon run` (root, its own cgroup, of the host's version) of GREEDY wanting `want`
+    MiB, the cgroup's memory limit set to `limit` before the job starts allocating."""
     summary = str(tmp_path / "s.json")
     argv = [JOBMON, "run", "--interval=0.2", "--job-id=greedy", f"--summary={summary}",
-            f"--store={store or 'none'}", "--cgroup=create", "--cgroup-version=1",
+            f"--store={store or 'none'}", "--cgroup=create",
             "--tag=request_memory=48MiB", "--", "/bin/sh", "-c",
             'while [ ! -e "$0" ]; do sleep 0.01; done; exec "$@"', str(tmp_path / "go"),
             PYTHON, "-c", GREEDY, str(want)]
@@ -110,6 +110,7 @@ def limited_job(tmp_path, limit, want, store=None):
 
 @root
 @needs_root
+@cgroup_tree
 def test_jobmon_run_with_a_memory_limit_tells_the_story_of_the_kill(tmp_path):
     """A 48 MiB limit, a job that wants 16 + 64 MiB: the kernel kills it. jobmon (root)
     reads the kernel's log: the victim, the moment, the charge and its split."""
@@ -153,20 +154,17 @@ def test_jobmon_run_with_a_memory_limit_tells_the_story_of_the_kill(tmp_path):
 
 @root
 @needs_root
+@cgroup_tree
 def test_without_the_kernel_log_the_samples_tell_what_they_can(tmp_path):
-    """A real kill in a real v1 cgroup, sampled by the real probe, with a kernel log that
-    cannot be read (as for a job's user where dmesg_restrict is on): the moment within an
-    interval; the charge at the kill from the cgroup's high-water mark and the limit hits
-    by then, both read by the sample that counted the kill (the sample before has the
-    16 MiB the job held before it asked for more); no victim, no split."""
-    cg = cgroups.create(f"jobmon-pytest-oom-{os.getpid()}", prefer=1)
-    if cg is None or cg.version != 1:
-        pytest.skip("no cgroup v1 here")
+    """A real kill in a real cgroup of the host's version, sampled by the real probe, with a
+    kernel log that cannot be read (as for a job's user where dmesg_restrict is on): the
+    moment within an interval; the charge at the kill from the cgroup's high-water mark and
+    the limit hits by then, both read by the sample that counted the kill (the sample
+    before has the 16 MiB the job held before it asked for more); no victim, no split."""
+    cg = job_cgroup(f"jobmon-pytest-oom-{os.getpid()}", memory=48 * MiB)
     try:
-        with open(os.path.join(cg.dirs["memory"], "memory.limit_in_bytes"), "w") as f:
-            f.write(str(48 * MiB))
-        probe = CgroupV1Probe(cg)
-        watch = oom.OomWatch(cg.dirs["memory"], kmsg=str(tmp_path / "no-kmsg"))
+        probe = select(cgroups=cg)
+        watch = oom.OomWatch(memory_dir(cg), kmsg=str(tmp_path / "no-kmsg"))
         assert watch.memcg and watch.log is None
         p = subprocess.Popen([PYTHON, "-c", GREEDY, "64"], preexec_fn=cg.join)
         while p.poll() is None:

@@ -1,7 +1,7 @@
 """Why a job waited, per job: the kernel's pressure stall information (PSI) of the job's own
-cgroup where there is one (on this hybrid host: the controller-less v2 cgroup jobmon makes
-beside the job's v1 ones), else the run-queue wait of its threads; CPU quota throttling;
-PSI off detected. Real jobs beside real CPU hogs (the v2 guest has its own:
+cgroup where there is one (its v2 cgroup; on a hybrid host the controller-less v2 cgroup
+jobmon makes beside the job's v1 ones), else the run-queue wait of its threads; CPU quota
+throttling; PSI off detected. Real jobs beside real CPU hogs (the v2 guest has its own:
 tests/guest/inside/test_contention.py)."""
 import os
 import subprocess
@@ -11,8 +11,8 @@ import time
 import pytest
 
 from contention import SPIN, cpu_hogs
-from helpers import (JOBMON, PYTHON, TEST_USER, as_user, fixture, load_json, needs_root,
-                     needs_test_user, root, shared_tmpdir)
+from helpers import (JOBMON, PYTHON, TEST_USER, as_user, fixture, job_cgroup, load_json,
+                     job_cgroup_method, needs_root, needs_test_user, root, shared_tmpdir)
 from jobmon import cgroups
 from jobmon.probes import pressure
 from jobmon.probes.cgroup_v2 import CgroupV2Probe
@@ -46,13 +46,15 @@ def counters_never_go_back(samples, field):
 @root
 @needs_root
 def test_a_job_beside_cpu_hogs_has_its_cpu_pressure_from_psi(tmp_path):
-    """cgroup v1 on a hybrid host: jobmon puts the job in a v2 cgroup too, whose PSI is the
-    job's own: the share of the run a thread of it waited for a CPU."""
+    """The cgroup a root job gets here: on a hybrid host (cgroup v1) jobmon puts the job in
+    a v2 cgroup too, whose PSI is the job's own; on a pure v2 host its one cgroup's. The
+    share of the run a thread of it waited for a CPU."""
     if not cgroups.resolve(*cgroups.own(), "v2") or pressure.psi_state() != "on":
         pytest.skip("no cgroup2 hierarchy with PSI here")
     with cpu_hogs():
-        s, samples = spin_job(str(tmp_path), ["--cgroup=create", "--cgroup-version=1"])
-    assert s["method"] == "cgroup-v1" and s["pressure_source"] == "psi" and s["psi"] == "on"
+        s, samples = spin_job(str(tmp_path), ["--cgroup=create"])
+    assert s["method"] == job_cgroup_method(), s
+    assert s["pressure_source"] == "psi" and s["psi"] == "on", s
     assert s["cpu_pressure_percent"] >= CONTENDED, s
     assert s["cpu_pressure_seconds"] <= s["wall_seconds"] + 0.01
     for f in ("cpu_pressure_seconds", "mem_pressure_seconds", "io_pressure_seconds"):
@@ -78,21 +80,27 @@ def test_an_unprivileged_job_beside_cpu_hogs_has_its_run_queue_wait():
 
 @root
 @needs_root
-def test_a_job_in_a_schedulers_v1_cgroup_has_its_run_queue_wait(tmp_path):
-    """A cgroup someone else made (--cgroup=existing: as under a scheduler's cgroup v1) has
-    no PSI: the run-queue wait of the threads in its tasks file."""
-    cg = cgroups.create(f"jobmon-pytest-wait-{os.getpid()}", prefer=1)
-    if cg is None or cg.version != 1:
-        pytest.skip("no cgroup v1 here")
+def test_a_job_in_a_schedulers_cgroup_has_its_wait(tmp_path):
+    """A cgroup someone else made (--cgroup=existing), of the host's version: under a
+    scheduler's cgroup v1 it has no PSI, so the run-queue wait of the threads in its tasks
+    file; a v2 one has PSI of its own."""
+    cg = job_cgroup(f"jobmon-pytest-wait-{os.getpid()}")
     try:
         with cpu_hogs():
             s, samples = spin_job(str(tmp_path), ["--cgroup=existing"], preexec_fn=cg.join)
     finally:
         time.sleep(0.05)
         cg.remove()
-    assert s["method"] == "cgroup-v1" and s["pressure_source"] == "run-queue", s
-    assert s["cpu_wait_percent"] >= CONTENDED, s
-    counters_never_go_back(samples, "cpu_wait_seconds")
+    assert s["method"] == f"cgroup-v{cg.version}", s
+    if cg.version == 1:
+        assert s["pressure_source"] == "run-queue", s
+        assert s["cpu_wait_percent"] >= CONTENDED, s
+        counters_never_go_back(samples, "cpu_wait_seconds")
+    else:
+        if pressure.psi_state() != "on":
+            pytest.skip("a kernel without PSI")
+        assert s["pressure_source"] == "psi" and s["cpu_pressure_percent"] >= CONTENDED, s
+        counters_never_go_back(samples, "cpu_pressure_seconds")
 
 
 # a process of `n` threads that wait `hold` seconds, then exits with status 3
@@ -104,17 +112,16 @@ THREADS = ("import sys, threading, time\n"
            "sys.exit(3)\n")
 
 
-@pytest.mark.parametrize("mode", ["procfs", "cgroup-v1"])
+@pytest.mark.parametrize("mode", ["procfs", "cgroup"])
 def test_more_threads_than_descriptors_still_end_as_the_job_ended(tmp_path, mode):
     """The run-queue wait keeps a file open per thread: under a descriptor limit of 1024
-    (soft and hard), a job of 1100 threads must leave jobmon the files it needs to end."""
+    (soft and hard), a job of 1100 threads must leave jobmon the files it needs to end (in
+    a cgroup: one of the host's version; a v1 one has no PSI, so its threads are read)."""
     cg = None
-    if mode == "cgroup-v1":
+    if mode == "cgroup":
         if os.geteuid() != 0:
             pytest.skip("needs root")
-        cg = cgroups.create(f"jobmon-pytest-fds-{os.getpid()}", prefer=1)
-        if cg is None or cg.version != 1:
-            pytest.skip("no cgroup v1 here")
+        cg = job_cgroup(f"jobmon-pytest-fds-{os.getpid()}")
 
     def limited():
         import resource
@@ -134,16 +141,33 @@ def test_more_threads_than_descriptors_still_end_as_the_job_ended(tmp_path, mode
             cg.remove()
     assert p.returncode == 3, p.stderr
     s = load_json(summary)
-    assert s["method"] == mode and s["pressure_source"] == "run-queue", s
+    assert s["method"] == (f"cgroup-v{cg.version}" if cg else mode), s
     assert s["exit_code"] == 3 and s["threads_max"] >= 1101, s   # (a v1 cgroup: jobmon too)
-    assert s["cpu_wait_seconds"] is not None, s
+    psi = cg is not None and cg.version == 2 and pressure.psi_state() == "on"
+    assert s["pressure_source"] == ("psi" if psi else "run-queue"), s
+    if not psi:     # procfs, v1: its threads were read
+        assert s["cpu_wait_seconds"] is not None, s
 
 
 @root
 @needs_root
 def test_a_cpu_quota_shows_as_throttled_time(tmp_path):
-    """A v1 job cgroup of the cpu controller too (same path as cpuacct's, as HTCondor and
-    systemd make them) with a quota of 0.2 cores: the time the quota held it back."""
+    """A job cgroup with a quota of 0.2 cores: the time the quota held it back. On v1 one of
+    the cpu controller too (same path as cpuacct's, as HTCondor and systemd make them); on
+    v2 its cpu.max."""
+    if job_cgroup_method() == "cgroup-v2":
+        job = job_cgroup(f"jobmon-pytest-quota-{os.getpid()}", cores=0.2)
+        if not job.quota:
+            job.remove()
+            pytest.skip("no cpu controller for a v2 cgroup here")
+        try:
+            s, samples = spin_job(str(tmp_path), ["--cgroup=existing"], procs=1, seconds=1.5,
+                                  preexec_fn=job.join)
+        finally:
+            time.sleep(0.05)
+            job.remove()
+        check_throttled(s, samples)
+        return
     mounts, own = cgroups.own()
     name = f"jobmon-pytest-quota-{os.getpid()}"
     dirs = {}
@@ -162,6 +186,10 @@ def test_a_cpu_quota_shows_as_throttled_time(tmp_path):
     finally:
         time.sleep(0.05)
         cgroups.JobCgroups(1, dirs, created=True).remove()
+    check_throttled(s, samples)
+
+
+def check_throttled(s, samples):
     assert s["cores_allocated"] == 0.2, s
     # 1.5 s wanting a whole core under a 0.2-core quota: held back most of the time
     assert s["cpu_throttled_seconds"] >= 0.5, s

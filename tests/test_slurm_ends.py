@@ -1,6 +1,6 @@
 """What Slurm does around a job that jobmon's Slurm sampler cannot see by sampling, on the
-real cluster (tests/slurm, cgroup v1 here): a memory spike that lives between two samples,
-and the processes Slurm kills when a job's tasks have ended.
+real cluster (tests/slurm, cgroup v1 on a hybrid host): a memory spike that lives between
+two samples, and the processes Slurm kills when a job's tasks have ended.
 
 The sampler watches from beside the job and reaps none of its processes, so its footprint
 peak is sampled only; the kernel keeps the cgroup's exact high-water mark, and that is

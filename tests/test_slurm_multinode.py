@@ -107,7 +107,7 @@ def test_one_sampler_per_node_each_its_own_part(two_nodes):
     assert sorted(r.job_tags["node"] for r in recs) == sorted(nodes)
     for rec in recs:
         assert rec.job_tags["num_nodes"] == "2" and rec.job_tags["job_id"] == jid
-        assert rec.summary["method"] == "cgroup-v1"
+        assert rec.summary["method"] == f"cgroup-{site.cluster.spec.cgroup}"
         assert rec.job_tags["measured"] in ("job-cgroup", "job-cgroup-last-read")
         # each node ran one task of 0.4 s (the first also the batch shell): its own part
         assert 0.4 <= cpu(rec.summary) < 0.8, (rec.job_tags["node"], cpu(rec.summary))

@@ -1,7 +1,8 @@
-"""jobmon's Slurm Prolog and Epilog on a real cluster (tests/slurm, cgroup v1 here): every
-job is sampled from its own cgroup by a detached per-job sampler, tagged from the Prolog
-environment, and ends with a complete record and no sampler left behind -- short,
-failed, cancelled, requeued, array, multi-step and concurrent jobs alike.
+"""jobmon's Slurm Prolog and Epilog on a real cluster (tests/slurm, with the cgroup plugin of
+the host's version: v1 on a hybrid host, v2 on a pure v2 one): every job is sampled from
+its own cgroup by a detached per-job sampler, tagged from the Prolog environment, and ends
+with a complete record and no sampler left behind -- short, failed, cancelled, requeued,
+array, multi-step and concurrent jobs alike.
 
 Jobs run as the unprivileged test user and measure their own CPU (getrusage); the
 samplers' records are read from the site's spool, where they wait for the shipper.
@@ -86,7 +87,7 @@ def test_job_sampled_from_its_cgroup_and_tagged(jobmon_slurm):
     slurm.wait_done(jid)
     [rec] = site.wait_record(jid)
     s, tags = rec.summary, rec.job_tags
-    assert s["method"] == f"cgroup-{slurm.spec.cgroup}"    # the cgroups Slurm made the job
+    assert s["method"] == f"cgroup-{slurm.spec.cgroup}"   # the cluster's cgroup plugin
     check_measured(rec)
     check_cpu(rec, truth(slurm, jid)["cpu"])
     assert 100 * MiB <= s["mem_peak_bytes"] < 200 * MiB

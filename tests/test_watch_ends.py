@@ -101,6 +101,7 @@ time.sleep(60)
 
 
 @pytest.mark.root
+@pytest.mark.cgroup_tree
 @pytest.mark.parametrize("moved_at", [1, 2])
 def test_the_steps_own_daemon_leaving_its_leaf_at_the_end_is_not_a_leftover(moved_at):
     """On cgroup v2 each step's slurmstepd lives in the step's leaf `slurm`, which the
@@ -118,7 +119,9 @@ def test_the_steps_own_daemon_leaving_its_leaf_at_the_end_is_not_a_leftover(move
     from jobmon.attach.steps import Steps
     from jobmon.plugins.slurm.cgroup_names import step_name
     from helpers import IS_ROOT
-    unified = "/sys/fs/cgroup/unified"
+    from jobmon import cgroups
+    # the cgroup2 mount: /sys/fs/cgroup/unified on a hybrid host, /sys/fs/cgroup on pure v2
+    unified = cgroups.own()[0].get("v2", ("/sys/fs/cgroup/unified",))[0]
     if not IS_ROOT or not os.access(unified, os.W_OK):
         pytest.skip("needs root and a writable cgroup2 mount at " + unified)
     top = tempfile.mkdtemp(prefix="jobmon-test-stepd-", dir=unified)

@@ -10,33 +10,30 @@ import pytest
 from jobmon.cgroups import JobCgroups
 from jobmon.job.session import open_probe
 from jobmon.attach.probe import Held
-
-V1 = "/sys/fs/cgroup"
-CONTROLLERS = ("cpuacct", "memory", "pids")
+from helpers import cgroup_tree, job_cgroup
 
 
 @pytest.fixture
-def v1_job_cgroup():
-    """A job's cgroup as a scheduler makes it on a v1 host."""
+def scheduler_cgroup():
+    """A job's cgroup as a scheduler makes it, of the host's version (v1's cpuacct, memory,
+    pids and blkio, or one v2 cgroup), which the test removes as the scheduler would."""
     if os.geteuid() != 0:
         pytest.skip("needs root (makes cgroups)")
-    if not all(os.path.isfile(os.path.join(V1, c, "cgroup.procs")) for c in CONTROLLERS):
-        pytest.skip("no v1 cpuacct, memory and pids hierarchies here")
-    name = f"jobmon-held-{os.getpid()}"
-    dirs = {c: os.path.join(V1, c, name) for c in CONTROLLERS}
-    for d in dirs.values():
-        os.mkdir(d)
+    made = job_cgroup(f"jobmon-held-{os.getpid()}")
+    dirs = dict(made.dirs)
     try:
-        has_peak = os.path.exists(os.path.join(dirs["pids"], "pids.peak"))
-        yield JobCgroups(1, dirs) if has_peak else None
+        pids = os.path.join(dirs.get("pids", dirs.get("v2")), "pids.peak")
+        yield JobCgroups(made.version, dirs) if os.path.exists(pids) else None
     finally:
         for d in dirs.values():
             if os.path.isdir(d):
                 os.rmdir(d)
+        made.remove()   # what is left of it (a v1 job's v2 cgroup for its pressure)
 
 
-def test_pids_peak_held_once_the_cgroup_is_gone(v1_job_cgroup):
-    cg = v1_job_cgroup
+@cgroup_tree
+def test_pids_peak_held_once_the_cgroup_is_gone(scheduler_cgroup):
+    cg = scheduler_cgroup
     if cg is None:
         pytest.skip("no pids.peak here (Linux before 6.1)")
     # three processes in the job at once: its peak

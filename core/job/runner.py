@@ -132,11 +132,14 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
     if cg is None and args.cgroup in ("create", "existing"):
         warn(f"no usable cgroup ({args.cgroup}); measuring through /proc")
     base = counters_now(cg) if cg is not None and not cg.created else None
+    kmsg = _kernel_log(cg)
     tramp = trampoline.load()
     overhead = {}
     try:
         pid = launcher.spawn(args.cmd, cg, tramp, overhead)
     except launcher.StartError as e:
+        if kmsg is not None:
+            os.close(kmsg)
         if cg:
             cg.remove()
         warn(str(e))
@@ -154,7 +157,7 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
     job = None
     try:
         job = start_session(args, cg, start, t0, sup.reaped_peak, identity, command=pid,
-                            base=base, overhead=overhead)
+                            base=base, overhead=overhead, kmsg=kmsg)
         sup.on_tick, sup.interval = job.tick, args.interval
         sup.on_reap = getattr(job.probe, "reaping", None)   # procfs: its census
     except Exception as e:  # monitoring could not start: the command runs all the same
@@ -176,8 +179,26 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
     launcher.exit_like(sup.status)
 
 
+def _kernel_log(cg):
+    """The kernel's log, opened before the job starts (for the story of an OOM kill in its
+    cgroup): a job killed for memory before the session is set up -- seconds under
+    emulation -- is in it too. None without a cgroup, or where it is not ours to read."""
+    if cg is None:
+        return None
+    try:   # here, not through jobmon.summary.oom: nothing more to import before the job
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        os.lseek(fd, 0, os.SEEK_END)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None, base=None,
-                  overhead=None):
+                  overhead=None, kmsg=None):
     from .session import Session, describe_job, open_probe, open_sinks
     probe = open_probe(cg, warn, command=command)
     if identity is None:
@@ -186,7 +207,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
         job = describe_job(identity.job, probe.method, start, identity.tags, args.cmd,
                            args.interval, identity.scheduler, identity.run)
     session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
-                      args.interval, t0=t0, kernel_peak=kernel_peak)
+                      args.interval, t0=t0, kernel_peak=kernel_peak, kmsg=kmsg)
     if base is not None:     # an existing cgroup: count from the command's start
         session.sampler.base = base
     elif cg is not None and not cg.created:

@@ -78,7 +78,7 @@ class Session:
     """A job being sampled: tick() while it runs, finish() once it is over."""
 
     def __init__(self, job, probe, sinks, interval, t0=None, own_process=True,
-                 kernel_peak=reaped_peak):
+                 kernel_peak=reaped_peak, kmsg=None):
         self.job = job
         self.sampler = Sampler(probe, sinks, job, interval, own_process=own_process,
                                kernel_peak=kernel_peak)
@@ -89,7 +89,7 @@ class Session:
         # cgroup held two tasks, the trampoline and the job's first process
         self.trampoline_in_cgroup = False
         self.command_pid = None   # the job's command, where jobmon started (and reaps) it
-        self.oom = _oom_watch(probe)
+        self.oom = _oom_watch(probe, kmsg)   # kmsg: the kernel's log, opened at the job's start
 
     @property
     def probe(self):
@@ -176,17 +176,21 @@ class Session:
         return s
 
 
-def _oom_watch(probe):
-    """An OomWatch of the job's memory cgroup (cgroup probes), or None."""
+def _oom_watch(probe, kmsg=None):
+    """An OomWatch of the job's memory cgroup (cgroup probes), or None. kmsg: a descriptor
+    of the kernel's log opened before the job started, if there is one (it is the
+    watch's, or closed here)."""
     cg = getattr(probe, "cg", None)
     d = cg and (cg.dirs.get("memory") or cg.dirs.get("v2"))
-    if not d:
-        return None
-    from ..summary.oom import OomWatch
-    try:
-        return OomWatch(d)
-    except Exception:
-        return None
+    if d:
+        from ..summary.oom import KMSG, OomWatch
+        try:
+            return OomWatch(d, kmsg=KMSG if kmsg is None else kmsg)
+        except Exception:
+            pass
+    if kmsg is not None:
+        os.close(kmsg)
+    return None
 
 
 def _advice(summary):

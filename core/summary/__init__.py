@@ -163,7 +163,8 @@ class Fold:
         if tasks_peak and threads <= pk.get("procs", 0):
             procs = max(procs, tasks_peak)
         out["procs_max"] = max(procs, procs_peak or 0)
-        out["threads_max"] = max(threads, tasks_peak or 0, procs_peak or 0)
+        # every process has a thread: a job over before its first sample still had one
+        out["threads_max"] = max(threads, tasks_peak or 0, procs_peak or 0, out["procs_max"])
         out["gpu_util_avg_percent"] = round(self.gpu_util[0] / self.gpu_util[1], 1) \
             if self.gpu_util[1] else None
         out.update(dict.fromkeys(NODE_COUNTERS), **self.seen)

@@ -22,12 +22,20 @@ KMSG = "/dev/kmsg"
 KIB = 1024
 
 
+def open_at_end(path=KMSG):
+    """A descriptor of the kernel's log from now on (raises OSError where it is not ours
+    to read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    os.lseek(fd, 0, os.SEEK_END)
+    return fd
+
+
 class KernelLog:
     """/dev/kmsg from the moment it was opened on: one record a read, never blocking."""
 
     def __init__(self, path=KMSG):
-        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        os.lseek(self.fd, 0, os.SEEK_END)
+        """path: /dev/kmsg, or a descriptor open_at_end() gave (the log from then on)."""
+        self.fd = path if isinstance(path, int) else open_at_end(path)
 
     def records(self):
         """[(µs since boot, message)] written since the last call."""

@@ -13,5 +13,5 @@ collect_ignore = [] if os.environ.get(guest_boot.FLAG) else ["inside", "slurm_v2
 
 
 def pytest_terminal_summary(terminalreporter):
-    if guest_boot.last_run is not None:
-        terminalreporter.write_line(guest_boot.last_run.timing_line())
+    for run in guest_boot.runs:
+        terminalreporter.write_line(run.timing_line())

@@ -1,4 +1,5 @@
-"""Boot one pure cgroup v2 guest and run the guest tests (tests/guest/inside) in it.
+"""Boot one pure cgroup v2 guest and run the guest tests (tests/guest/inside) in it, or the
+host's tests that make real cgroups (those marked cgroup_tree, host_modules()).
 
 The guest is virtme-ng on QEMU without KVM (nested KVM hangs at kernel entry on the CI
 machines): it boots this machine's own root filesystem read-only, with a kernel image from
@@ -21,13 +22,16 @@ import xml.etree.ElementTree as ET
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSIDE = os.path.join(HERE, "inside")
 REPO = os.path.dirname(os.path.dirname(HERE))
+TESTS = os.path.dirname(HERE)
+HOST_MARK = "cgroup_tree"   # a host test that makes real cgroups: the guest runs it too
 VENV_BIN = os.path.dirname(sys.executable)   # the guest sees the same .venv at this path
 FLAG = "JOBMON_GUEST"        # set inside the guest: the shared directory for results
 DISK_LABEL = "jobmon-io"     # the ext4 image's label; the guest finds it by this
 DISK_MIB = 256
-LIMIT = 540                  # seconds for the whole guest, boot included (CI gives 10 min)
+LIMIT = 540                  # seconds for a whole guest, boot included, unless told more
 GUEST_PYTEST_LIMIT = LIMIT - 90   # inside: leaves time to boot and to write the results
-last_run = None              # the GuestRun of this session, for the terminal summary
+BOOT_ALLOWANCE = 90          # of a longer limit: what the pytest inside does not get
+runs = []                    # the GuestRuns of this session, for the terminal summary
 
 
 def in_guest():
@@ -48,6 +52,25 @@ def skip_outside_guest(items, directory, booted_by):
     for item in items:
         if str(item.path).startswith(directory + os.sep):
             item.add_marker(skip)
+
+
+def host_modules():
+    """The host's test modules (tests/test_*.py) that mark a test HOST_MARK: paths. The guest
+    that runs them collects only the marked tests of each (tests/conftest.py)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(TESTS, "test_*.py"))):
+        with open(path, encoding="utf-8") as f:
+            if HOST_MARK in f.read():
+                out.append(path)
+    return out
+
+
+def module_key(path_or_classname):
+    """The name a test module's results go by: its name below tests/guest (test_oom), a host
+    module's with its directory (tests/test_oom), so the two never mix."""
+    parts = path_or_classname.replace(os.sep, ".").removesuffix(".py").split(".")
+    i = next((n for n, p in enumerate(parts) if p.startswith("test_")), len(parts) - 1)
+    return parts[i] if "guest" in parts[:i] else "tests/" + parts[i]
 
 
 def kernel_image():
@@ -110,28 +133,32 @@ def make_disk(workdir):
     return img
 
 
-def guest_command(rw, pytest_args, inside=INSIDE):
+def guest_command(rw, pytest_args, inside=INSIDE, pytest_limit=GUEST_PYTEST_LIMIT):
     """What the guest runs: note the time it got there, run pytest on `inside` (a
-    directory of guest tests), leave its status."""
+    directory of guest tests, or a list of test modules), leave its status."""
     q = shlex.quote
+    paths = [inside] if isinstance(inside, str) else list(inside)
     pytest = [os.path.join(VENV_BIN, "python"), "-m", "pytest", "-p", "no:cacheprovider",
               "-p", "no:hypothesispytest", "-o", "faulthandler_timeout=300", "-rA",
-              f"--junitxml={rw}/junit.xml", "-o", "junit_logging=all",
-              os.path.relpath(inside, REPO)] + list(pytest_args)
+              f"--junitxml={rw}/junit.xml", "-o", "junit_logging=all"] + \
+        [os.path.relpath(p, REPO) for p in paths] + list(pytest_args)
     return (f"cat /proc/uptime > {q(rw)}/started; cd {q(REPO)} && "
             f"{FLAG}={q(rw)} PYTHONDONTWRITEBYTECODE=1 "
-            f"timeout -k 10 {GUEST_PYTEST_LIMIT} {' '.join(q(a) for a in pytest)} "
+            # SIGINT at the limit: pytest stops and still writes the results it has
+            f"timeout -s INT -k 20 {pytest_limit} {' '.join(q(a) for a in pytest)} "
             f"> {q(rw)}/pytest.log 2>&1; echo $? > {q(rw)}/rc")
 
 
 class GuestRun:
     """What one guest run gave: per-module test cases, timings, and the logs."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, what="guest tests"):
         self.workdir = workdir
+        self.what = what         # which tests, for the timing line
         self.rw = os.path.join(workdir, "rw")
         self.problem = None      # why there are no results (boot failure, time-out)
         self.cases = {}          # module name -> [Case]
+        self.collected = {}      # module name -> [test names the guest's pytest collected]
         self.boot_s = self.total_s = self.tests_s = None
 
     def file(self, name):
@@ -140,6 +167,12 @@ class GuestRun:
                 return f.read()
         except OSError:
             return ""
+
+    def not_run(self, module):
+        """The tests of `module` the guest collected but gave no result for (its pytest
+        stopped at its time limit before it got to them)."""
+        done = {c.name for c in self.cases.get(module, [])}
+        return [n for n in self.collected.get(module, []) if n not in done]
 
     def console_tail(self, n=40):
         with open(os.path.join(self.workdir, "console.log"), errors="replace") as f:
@@ -152,7 +185,7 @@ class GuestRun:
                 counts[c.outcome] = counts.get(c.outcome, 0) + 1
         what = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no results"
         fmt = lambda v: "?" if v is None else f"{v:.0f} s"  # noqa: E731
-        return (f"cgroup v2 guest: boot {fmt(self.boot_s)}, guest tests {fmt(self.tests_s)}, "
+        return (f"cgroup v2 guest: boot {fmt(self.boot_s)}, {self.what} {fmt(self.tests_s)}, "
                 f"total {fmt(self.total_s)} ({what})")
 
 
@@ -162,12 +195,11 @@ class Case:
 
 
 def parse_junit(path):
-    """{module: [Case]} from pytest's junit XML (xunit2)."""
+    """{module: [Case]} from pytest's junit XML (xunit2); module as module_key() names it."""
     out = {}
     for tc in ET.parse(path).getroot().iter("testcase"):
-        # classname is "tests.guest.inside.test_x" (or ".Class" below it)
-        parts = tc.get("classname", "").split(".")
-        module = next((p for p in parts if p.startswith("test_")), parts[-1])
+        # classname is "tests.guest.inside.test_x", "tests.test_x" (or ".Class" below it)
+        module = module_key(tc.get("classname", ""))
         outcome, message = "passed", ""
         for kind in ("failure", "error", "skipped"):
             el = tc.find(kind)
@@ -206,17 +238,19 @@ def _stop(p):
     p.wait()
 
 
-def run(workdir=None, pytest_args=(), limit=LIMIT, inside=INSIDE):
-    """Boot the guest, run the guest tests (those in `inside`), return a GuestRun. Never
-    leaves QEMU behind."""
+def run(workdir=None, pytest_args=(), limit=LIMIT, inside=INSIDE, what="guest tests"):
+    """Boot the guest, run the guest tests (those in `inside`: a directory, or a list of
+    test modules), return a GuestRun. Never leaves QEMU behind."""
     workdir = workdir or tempfile.mkdtemp(prefix="jobmon-guest-")
-    global last_run
-    r = last_run = GuestRun(workdir)
+    r = GuestRun(workdir, what)
+    runs.append(r)
     os.makedirs(r.rw, exist_ok=True)
     os.chmod(r.rw, 0o1777)
     disk = make_disk(workdir)
+    pytest_limit = limit - BOOT_ALLOWANCE if limit > LIMIT else GUEST_PYTEST_LIMIT
     argv = [vng(), "--disable-kvm", "-r", kernel_image(), "--memory", "2G", "--cpus", "2",
-            "--rwdir", r.rw, "--disk", disk, "--exec", guest_command(r.rw, pytest_args, inside)]
+            "--rwdir", r.rw, "--disk", disk,
+            "--exec", guest_command(r.rw, pytest_args, inside, pytest_limit)]
     env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
     t0 = time.time()
     with open(os.path.join(workdir, "console.log"), "wb") as console:
@@ -233,6 +267,10 @@ def run(workdir=None, pytest_args=(), limit=LIMIT, inside=INSIDE):
     started = os.path.join(r.rw, "started")
     if os.path.exists(started):
         r.boot_s = os.path.getmtime(started) - t0
+    for nodeid in r.file("collected").splitlines():
+        path, _, name = nodeid.partition("::")
+        r.collected.setdefault(module_key(path),
+                               []).append(name.split("::")[-1])
     junit = os.path.join(r.rw, "junit.xml")
     if os.path.exists(junit):
         r.cases = parse_junit(junit)
@@ -245,11 +283,17 @@ def run(workdir=None, pytest_args=(), limit=LIMIT, inside=INSIDE):
     return r
 
 
-if __name__ == "__main__":   # python tests/guest/guest_boot.py [PYTEST ARGS]: run the guest tests
+if __name__ == "__main__":
+    # python tests/guest/guest_boot.py [--host] [PYTEST ARGS]: run the guest tests, or with
+    # --host the host's tests marked cgroup_tree
     why = missing()
     if why:
         sys.exit(why)
-    res = run(pytest_args=sys.argv[1:])
+    args = sys.argv[1:]
+    host = args[:1] == ["--host"]
+    res = run(pytest_args=args[1:] if host else args,
+              inside=host_modules() if host else INSIDE,
+              what="host tests" if host else "guest tests")
     print(res.file("pytest.log") or res.console_tail())
     print(res.timing_line(), f"(logs in {res.workdir})")
     sys.exit(1 if res.problem or any(c.outcome in ("failed", "error")
