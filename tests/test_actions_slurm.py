@@ -53,7 +53,8 @@ def idle_for(site, jobs, seconds=IDLE, timeout=120, grace=False):
     """Ship until each job's latest sample says its cores were idle `seconds` at a stretch
     (grace: and it was taken a grace period after now: the warning just given)."""
     after = time.time() + IDLE if grace else 0
-    st = site.store()
+    from jobmon.stores.influx import InfluxStore
+    st = InfluxStore(site.influx.url, site.db)
     deadline = time.monotonic() + timeout
     while True:
         assert site.ship().returncode == 0

@@ -63,6 +63,14 @@ def wait_named(procs, names):
     raise AssertionError(f"processes did not name themselves: {got}")
 
 
+def wait_touched(proc, size, timeout=30):
+    """Until `proc` has `size` bytes resident (a holder has touched its block)."""
+    deadline = time.monotonic() + timeout
+    while parse_stat(read_once(b"/proc/%d/stat" % proc.pid))[4] <= size:
+        assert time.monotonic() < deadline, "the holder never touched its block"
+        time.sleep(0.05)
+
+
 def test_stat_parsing_takes_the_name_between_the_first_and_last_parenthesis():
     p = named("a) (b c", "1", 3)
     try:
@@ -79,6 +87,7 @@ def test_top_n_by_cpu_and_by_memory_with_real_processes():
              named("idle", "1", 4)]
     try:
         wait_named(procs, ["burner", "holder", "idle"])
+        wait_touched(procs[1], 64 << 20)   # its CPU is the burner's rival until then
         b = Breakdown(lambda: [p.pid for p in procs], top=1, every=0.1)
         b.take(0.0)
         time.sleep(1.0)
@@ -190,17 +199,18 @@ def test_sampler_writes_breakdowns_in_procfs_and_cgroup_mode(tmp_path, mode):
     assert method(store) == ("procfs" if mode == "none" else f"cgroup-v{method(store)[-1]}")
     recs = breakdowns(store)
     assert 2 <= len(recs) <= 5, recs      # every 0.7 s of a 3 s job, first at 0.7 s
-    full = max(recs, key=lambda r: r["procs"])     # (the last may see the job ending)
-    assert full["procs"] == 6                        # sh, burner, holder, 3 sleep
+    # sh, burner, holder, 3 sleep (the last may see the job ending); the latest taken
+    # after the holder touched its 64 MiB, so its CPU then is not the burner's rival
+    full = [r for r in recs if r["procs"] == 6]
+    assert full, recs
+    touched = [r for r in full if groups(r).get("holder", {}).get("rss_bytes", 0) > 64 << 20]
+    assert touched, "no breakdown saw the holder's 64 MiB"
+    full = touched[-1]
     last = groups(full)
     assert set(last) >= {"burner", "holder", "sleep"}
     # (CPU relative to the others: this shared machine may give the burner little)
     assert last["sleep"]["procs"] == 3 and full["top"][0]["comm"] == "burner"
     assert last["burner"]["cpu_cores"] > max(0.05, 2 * last["holder"]["cpu_cores"])
-    # its 64 MiB are touched in its first moments; on a loaded machine a breakdown may
-    # come before they all are, never all of them
-    assert max(groups(r)["holder"]["rss_bytes"] for r in recs
-               if "holder" in groups(r)) > 64 << 20
     assert all("cmdline" not in g for g in recs[-1]["top"])
     # `jobmon query` shows them, as text and as JSON
     q = jobmon("query", "bd", "--store", store)
