@@ -75,13 +75,18 @@ def _this_run(ad, attr):
 
 # --- ClassAd values -----------------------------------------------------------------------------
 
-def _number(ad, attr):
+def _value(ad, attr):
+    """attr's value evaluated in ad, None where it is absent or does not evaluate."""
     if attr not in ad:
         return None
     try:
-        v = ad.eval(attr)
+        return ad.eval(attr)
     except Exception:
         return None
+
+
+def _number(ad, attr):
+    v = _value(ad, attr)
     if isinstance(v, bool):
         return int(v)
     return v if isinstance(v, (int, float)) else None
@@ -93,12 +98,7 @@ def _int(ad, attr):
 
 
 def _string(ad, attr):
-    if attr not in ad:
-        return None
-    try:
-        v = ad.eval(attr)
-    except Exception:
-        return None
+    v = _value(ad, attr)
     return v if isinstance(v, str) else None
 
 

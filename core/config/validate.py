@@ -139,3 +139,34 @@ def file_problems(values):
             got = "a regular file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
             out.append((name, f"{path} is {got}, not a {kind}", fatal))
     return out
+
+
+def url_problem(url):
+    """What is wrong with an InfluxDB URL, or None for http(s)://HOST[:PORT][/PATH] that
+    urllib and http.client take: HOST a name, an IPv4 address or an [IPv6] address. By
+    hand: urllib.parse would cost every job that reads the config ~1 MiB."""
+    scheme, sep, rest = url.partition("://")
+    netloc = rest[:min([i for i in map(rest.find, "/?#") if i >= 0], default=len(rest))]
+    if scheme.lower() not in ("http", "https") or not sep or not netloc:
+        return f"must be http://HOST[:PORT] or https://..., not {url!r}"
+    if not url.isascii() or any(c <= " " or c == "\x7f" for c in url):
+        return (f"must be ASCII without spaces or control characters (a name in its xn-- "
+                f"form, %-escapes in the path), not {url!r}")
+    if "?" in url or "#" in url:
+        return f"must not have a ?query or a #fragment, not {url!r}"
+    if "@" in netloc:
+        return f"must not hold credentials (influxdb.username, password_file), not {url!r}"
+    if netloc.startswith("["):                 # [IPv6]:PORT
+        host, bracket, after = netloc[1:].partition("]")
+        if not bracket or after[:1] not in ("", ":") or not _ipv6(host):
+            return f"has a bad IPv6 address (http://[ADDRESS]:PORT): {url!r}"
+        port = after[1:]
+    elif "[" in netloc or "]" in netloc:
+        return f"has a bad IPv6 address (http://[ADDRESS]:PORT): {url!r}"
+    else:
+        host, _, port = netloc.partition(":")
+    if not host:
+        return f"must be http://HOST[:PORT] or https://..., not {url!r}"
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"has a bad port: {url!r}"
+    return None
