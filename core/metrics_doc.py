@@ -6,6 +6,7 @@ the figures whose scope is not the job's own or whose method is not exact, so th
 reads a node's or a device's figure as a job's. A test keeps every field in this table.
 """
 from .metrics import PROCS_FIELDS, PROCS_TOP_KEYS, SAMPLE_FIELDS, SUMMARY_FIELDS
+from .metrics.declared import FIGURES as DECLARED_FIGURES, SAMPLE_ROWS, scope_method
 from .metrics.ranges import DEFAULTS, kinds
 
 SCOPES = {
@@ -23,11 +24,12 @@ METHODS = {
     "recorded": "as given: the job's identity, its request, the scheduler's record, a "
                 "site setting",
 }
-# (scope, method): fields; a note where a mode changes the method
+# (scope, method): fields; a note where a mode changes the method (a declared metric's are
+# its declaration's: jobmon.metrics.declared)
 _TABLE = {
     ("job", "exact"): """cpu_user_seconds cpu_system_seconds mem_resident_bytes mem_cache_bytes
         mem_swap_bytes mem_peak_bytes read_bytes write_bytes rchar_bytes wchar_bytes
-        cpu_pressure_seconds cpu_throttled_seconds mem_pressure_seconds
+        cpu_pressure_seconds mem_pressure_seconds
         mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
         mem_major_faults mem_limit_hits mem_high_hits oom_events oom_kills procs threads
         oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
@@ -92,6 +94,8 @@ NOTES = {
         ("cache_bytes", "as oom_anon_bytes"))},
 }
 FIGURES = {n: sm for sm, names in _TABLE.items() for n in names.split()}
+FIGURES.update({n: scope_method(n)[:2] for n in list(SAMPLE_ROWS) + list(DECLARED_FIGURES)})
+NOTES.update({n: scope_method(n)[2] for n in SAMPLE_ROWS})
 
 
 def figure(name):
@@ -100,7 +104,7 @@ def figure(name):
     if sm is None:
         return None
     out = {"scope": sm[0], "method": sm[1]}
-    if name in NOTES:
+    if NOTES.get(name):
         out["note"] = NOTES[name]
     return out
 
@@ -148,8 +152,9 @@ behaviour), or a cgroup.
 def markdown():
     """The metric table as docs/metrics.md shows it."""
     out = ["# Metrics", "",
-           "Generated from `core/metrics/` and `core/metrics_doc.py` (a test keeps this file "
-           "equal to them).", "",
+           "Generated from `core/metrics/`, `core/metrics_doc.py` and the metrics declared "
+           "beside their probes (`core/metrics/declared.py` lists where; a test keeps this "
+           "file equal to them).", "",
            "Every figure has a **scope** -- what it covers -- and a **method** -- how it was "
            "obtained; reports show them beside the figures that are not the job's own, "
            "exact ones.", "", "| scope | means |", "|---|---|"]

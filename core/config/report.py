@@ -3,6 +3,7 @@
 warnings, and where end-of-job report cards go. docs/reports.md and docs/configuration.md
 document every key. Standard library only (read inside jobs: the report card, the early
 warning)."""
+from ..metrics.declared import SETTINGS as DECLARED
 
 # key -> (type, default)
 REPORT = {
@@ -38,6 +39,7 @@ REPORT = {
     "card_dir": (str, ""),                    # file cards: "" = the job's working directory
     "mailer": (str, "/usr/sbin/sendmail -t"),   # mail cards: reads the message on stdin
 }
+REPORT.update(DECLARED)   # the thresholds of the declared metrics' rules
 CHOICES = {"card": ("off", "stderr", "file", "mail")}
 # every number is at least 0; these must be more
 POSITIVE = {"rightsize_coverage_percent", "rightsize_min_tasks"}

@@ -4,8 +4,11 @@ Each figure's declaration carries its valid range (a kind of jobmon.metrics.rang
 one run on one node can physically show. Readers and the shipper set aside any figure
 outside it."""
 
-# name, unit, range (jobmon.metrics.ranges), kind, meaning
-SAMPLE_FIELDS = (
+from .declared import SAMPLE_ROWS, place
+
+# name, unit, range (jobmon.metrics.ranges), kind, meaning; a bare name keeps a declared
+# metric's place (jobmon.metrics.declared), the others declared follow the table
+SAMPLE_FIELDS = place((
     ("cpu_user_seconds", "s", "cpu", "counter",
      "CPU time in user mode of every process the job ran so far, exited ones included"),
     ("cpu_system_seconds", "s", "cpu", "counter",
@@ -47,9 +50,7 @@ SAMPLE_FIELDS = (
      "it ran since the one before, so a wait that has not ended by then shows later; a "
      "process found having run under 2 ms is read once it runs again, from its birth, and "
      "does not count if it exits before the next sample)"),
-    ("cpu_throttled_seconds", "s", "cpu", "counter",
-     "time the job's cgroup was held back by its CPU quota (`cpu.stat` throttled_usec, v1 "
-     "throttled_time); only where the job has a cgroup of the cpu controller"),
+    "cpu_throttled_seconds",   # declared beside its probe (jobmon.metrics.declared)
     ("mem_pressure_seconds", "s", "wall", "counter",
      "wall time during which at least one of the job's threads stalled on memory: reclaim, "
      "swap-in, refaulting pages it had to give up (PSI `memory.pressure` some; cgroup v2, or "
@@ -130,7 +131,7 @@ SAMPLE_FIELDS = (
     ("net_tx_packets", "count", "count", "counter",
      "packets the job's sockets sent, as the kernel passes them down (a GSO/TSO segment "
      "counts once)"),
-)
+), SAMPLE_ROWS)
 # the node reader's counters: the summary keeps each one's last value seen (a sample may
 # lack them while the reader is down)
 NODE_COUNTERS = ("gpu_energy_joules", "cpu_energy_joules", "dram_energy_joules",
@@ -139,7 +140,7 @@ NODE_COUNTERS = ("gpu_energy_joules", "cpu_energy_joules", "dram_energy_joules",
 
 # why a job waited (probes/pressure.py) and what its memory limit did to it: counters
 # whose end-of-job totals the summary keeps
-STALL_COUNTERS = ("cpu_pressure_seconds", "cpu_wait_seconds", "cpu_throttled_seconds",
-                  "mem_pressure_seconds", "mem_pressure_full_seconds", "io_pressure_seconds",
-                  "io_pressure_full_seconds", "mem_major_faults", "mem_limit_hits",
-                  "mem_high_hits", "oom_events", "oom_kills")
+STALL_COUNTERS = ("cpu_pressure_seconds", "cpu_wait_seconds", "mem_pressure_seconds",
+                  "mem_pressure_full_seconds", "io_pressure_seconds", "io_pressure_full_seconds",
+                  "mem_major_faults", "mem_limit_hits", "mem_high_hits", "oom_events",
+                  "oom_kills")

@@ -1,9 +1,11 @@
 """What the end-of-job record holds: one figure per run (docs/metrics.md), each with its
 valid range (jobmon.metrics.ranges)."""
+from .declared import SUMMARY_ROWS, place
 from .samples import SAMPLE_FIELDS, STALL_COUNTERS
 
-# name, unit, range, meaning: one record per job, written when it ends
-SUMMARY_FIELDS = (
+# name, unit, range, meaning: one record per job, written when it ends; a bare name keeps a
+# declared figure's place (jobmon.metrics.declared), the others declared follow the table
+SUMMARY_FIELDS = place((
     ("job", "", None, "job id (given with --job-id, from the scheduler, or generated)"),
     ("host", "", None, "host the job ran on"),
     ("user", "", None, "user the job ran as"),
@@ -102,9 +104,10 @@ SUMMARY_FIELDS = (
     ("net_source", "text", None, "how the network figures were counted: bpf (the node reader's "
      "program on the job's cgroup v2; with a note where counting began late or restarted), "
      "or not available and why (cgroup v1, procfs mode, no privileges, no node reader)"),
-    # the stall and memory-event counters, each the run's total
-    *((n, u, r, "the run's total (per sample, above)") for n, u, r, _k, _m in SAMPLE_FIELDS
-      if n in STALL_COUNTERS),
+    # the stall and memory-event counters, each the run's total (a declared one's row is
+    # its declaration's)
+    *((n, u, r, "the run's total (per sample, above)") if n in STALL_COUNTERS else n
+      for n, u, r, _k, _m in SAMPLE_FIELDS if n in STALL_COUNTERS or n in SUMMARY_ROWS),
     # the job's first OOM kill, where it had one (oom_kills counts them all): core/summary/oom.py
     ("oom_time", "s", "epoch",
      "when the kernel killed a process of the job for memory, seconds since "
@@ -260,4 +263,4 @@ SUMMARY_FIELDS = (
      "1 when resident memory rose steadily (a leak suspect): its peak "
      "came in the last fifth of the samples, and the line up to it fits them with R^2 >= 0.8 "
      "and rose by 25 % of its start over >= 10 samples"),
-)
+), SUMMARY_ROWS)

@@ -1,7 +1,58 @@
-"""What the cgroup v1 and v2 probes share: counting a job's processes across its cgroups."""
+"""What the cgroup v1 and v2 probes share: counting a job's processes across its cgroups,
+and the metrics both read from the job's cgroup files, declared here (METRICS: the keys are
+jobmon.metrics.declared's) and read by Declared."""
 import os
 
-from .files import read_all, read_once, reader
+from .files import keyed, read_all, read_once, reader
+
+# the metrics the cgroup probes read as 'key value' lines of the job's cgroup files
+METRICS = (
+    {"name": "cpu_throttled_seconds", "unit": "s", "range": "cpu", "kind": "counter",
+     "meaning": "time the job's cgroup was held back by its CPU quota (`cpu.stat` "
+                "throttled_usec, v1 throttled_time); only where the job has a cgroup of the "
+                "cpu controller",
+     "modes": {"cgroup-v2": ("exact", "cpu.stat throttled_usec, with the cpu controller"),
+               "cgroup-v1": ("exact", "cpu.stat throttled_time of the job's cpu cgroup"),
+               "procfs": (None, "no CPU quota applies without a cgroup")},
+     "read": {"cgroup-v2": ("cpu", "cpu.stat", "throttled_usec", 1e-6),
+              "cgroup-v1": ("cpu", "cpu.stat", "throttled_time", 1e-9)},
+     "summary": ({"name": "cpu_throttled_seconds", "fold": "last", "combine": "sum",
+                  "meaning": "the run's total (per sample, above)"},),
+     "report": ({"group": "cpu", "field": "cpu_throttled_seconds",
+                 "label": "held back by its CPU quota", "unit": "s"},)},
+)
+
+
+class Declared:
+    """Reads the METRICS declared for `mode` (cgroup-v2, cgroup-v1) from the job's cgroup:
+    `dirs` maps a controller to its directory (v2: every controller to the one). A file
+    that is not there, or a key it lacks, gives no figure."""
+
+    def __init__(self, mode, dirs):
+        self.files = []        # (Reader, {key: (field, scale)})
+        wanted = {}
+        for m in METRICS:
+            if mode in m.get("read", ()):
+                controller, name, key, scale = m["read"][mode]
+                if dirs.get(controller):
+                    path = os.path.join(dirs[controller], name)
+                    wanted.setdefault(path, {})[key.encode()] = (m["name"], scale)
+        for path, keys in wanted.items():
+            r = reader(path)
+            if r:
+                self.files.append((r, keys))
+
+    def read(self):
+        out = {}
+        for r, keys in self.files:
+            for k, v in keyed(r.read(), keys).items():
+                field, scale = keys[k]
+                out[field] = v if scale is None else v * scale
+        return out
+
+    def close(self):
+        for r, _keys in self.files:
+            r.close()
 
 
 def cgroup_limits(base, memory_file, quota_file, period_file=None):

@@ -7,7 +7,7 @@ of the cpu controller."""
 import os
 
 from . import Probe
-from .cgroup import Counter, SteadyCpu, cgroup_limits
+from .cgroup import Counter, Declared, SteadyCpu, cgroup_limits
 from .files import keyed, read_once, reader
 from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
@@ -77,7 +77,7 @@ class CgroupV1Probe(Probe):
         self.steady = SteadyCpu()
         self.failcnt = reader(os.path.join(mem, "memory.failcnt"))
         self.oom_control = reader(os.path.join(mem, "memory.oom_control"))
-        self.cpu_stat = d.get("cpu") and reader(os.path.join(d["cpu"], "cpu.stat"))
+        self.declared = Declared(self.method, d)
         self.pressure = Pressure.open(getattr(cgroups, "pressure_dir", None))
         self.runqueue = None if self.pressure else RunQueue()
         self.pressure_source = PSI if self.pressure else RUN_QUEUE
@@ -98,10 +98,7 @@ class CgroupV1Probe(Probe):
             kills = self._oom_kills()
             if kills is not None:
                 out["oom_kills"] = kills
-        if self.cpu_stat:
-            throttled = keyed(self.cpu_stat.read(), {b"throttled_time"})
-            if throttled:
-                out["cpu_throttled_seconds"] = throttled[b"throttled_time"] / 1e9
+        out.update(self.declared.read())
         if self.pressure:
             out.update(self.pressure.read())
         else:
@@ -145,8 +142,9 @@ class CgroupV1Probe(Probe):
 
     def close(self):
         self.counter.close()
+        self.declared.close()
         for r in (self.usage, self.usage_user, self.usage_sys, self.mem_stat, self.mem_peak,
-                  self.blkio, self.pids_peak, self.failcnt, self.oom_control, self.cpu_stat,
+                  self.blkio, self.pids_peak, self.failcnt, self.oom_control,
                   self.pressure, self.runqueue):
             if r:
                 r.close()

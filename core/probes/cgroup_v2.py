@@ -9,11 +9,11 @@ for CPU (probes/pressure.py).
 import os
 
 from . import Probe
-from .cgroup import Counter, SteadyCpu, cgroup_limits
+from .cgroup import Counter, Declared, SteadyCpu, cgroup_limits
 from .files import keyed, reader
 from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
-_CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec", b"throttled_usec"}
+_CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
 _MEM_KEYS = {b"anon", b"file", b"shmem", b"pgmajfault"}
 # memory.events key -> sample field
 _EVENTS = {b"max": "mem_limit_hits", b"high": "mem_high_hits", b"oom": "oom_events",
@@ -25,10 +25,7 @@ def parse_cpu_stat(data):
     total, user, system = s.get(b"usage_usec", 0), s.get(b"user_usec", 0), s.get(b"system_usec", 0)
     # usage_usec is the exact total; user/system give the split (as for v1)
     u = total * user / (user + system) if user + system else 0
-    out = {"cpu_user_seconds": u / 1e6, "cpu_system_seconds": (total - u) / 1e6}
-    if b"throttled_usec" in s:    # only with the cpu controller (a quota can apply)
-        out["cpu_throttled_seconds"] = s[b"throttled_usec"] / 1e6
-    return out
+    return {"cpu_user_seconds": u / 1e6, "cpu_system_seconds": (total - u) / 1e6}
 
 
 def parse_memory_stat(data):
@@ -79,6 +76,7 @@ class CgroupV2Probe(Probe):
         self.events = reader(os.path.join(d, "cgroup.events"))
         self.mem_events = reader(os.path.join(d, "memory.events"))
         self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
+        self.declared = Declared(self.method, {"cpu": d})
         self.steady = SteadyCpu()
         self.pressure = Pressure.open(d)
         self.runqueue = None if self.pressure else RunQueue()
@@ -86,6 +84,7 @@ class CgroupV2Probe(Probe):
 
     def read(self, final=False):
         out = self.steady(parse_cpu_stat(self.cpu.read()))
+        out.update(self.declared.read())
         if self.mem_stat:
             out.update(parse_memory_stat(self.mem_stat.read()))
         if self.mem_peak:
@@ -120,6 +119,7 @@ class CgroupV2Probe(Probe):
 
     def close(self):
         self.counter.close()
+        self.declared.close()
         for r in (self.cpu, self.mem_stat, self.mem_peak, self.swap, self.io, self.pids_peak,
                   self.events, self.mem_events, self.pressure, self.runqueue):
             if r:

@@ -6,7 +6,7 @@ import time
 
 from ..summary import from_samples
 from ..summary.advice import advise
-from ..metrics import STALL_COUNTERS
+from ..metrics import STALL_COUNTERS, declared
 from ..summary.oom import story
 from ..config.report import defaults
 from ..summary.efficiency import BASIS_TEXT, RESIDENT
@@ -16,13 +16,13 @@ from .scheduler import ending
 
 ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
             "rchar_bytes", "wchar_bytes", "samples", "lost_points", "leftover_procs",
-            "procs_killed_at_end") + node_figures.ADDITIVE + STALL_COUNTERS
+            "procs_killed_at_end") + node_figures.ADDITIVE + STALL_COUNTERS + declared.ADDITIVE
 # shares of a node's run: a multi-node run's is its worst node's
 SHARES = ("cpu_pressure_percent", "cpu_wait_percent", "mem_pressure_percent",
           "io_pressure_percent")
 LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
            "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time", "cut_short",
-           "missing_seconds_max")
+           "missing_seconds_max") + declared.LARGEST
 OUTCOME = ("outcome", "outcome_reason", "outcome_cause")
 # how the run ended, as reconciled: a multi-node run's from the node that says most
 ENDING = ("reconciled", "scheduler_state", "outcome", "outcome_reason", "outcome_cause",
@@ -165,7 +165,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         ("waiting for a CPU, share of the run (PSI)", s.get("cpu_pressure_percent"), "%"),
         ("waiting for a CPU, share of the time its threads were ready to run (run queue)",
          s.get("cpu_wait_percent"), "%"),
-        ("held back by its CPU quota", s.get("cpu_throttled_seconds") or None, "s"),
+        *declared_rows(s, "cpu"),
         ("stalled on memory, share of the run (PSI)", s.get("mem_pressure_percent"), "%"),
         ("stalled on storage, share of the run (PSI)", s.get("io_pressure_percent"), "%"),
         ("PSI", "off on this node (boot option psi=1): no memory or storage stall figures"
@@ -353,3 +353,10 @@ def memory_rows(s, samples, eff, scheduler, many):
     return [{"name": n, "value": v, "meaning": MEANINGS[m].format(resident=how, kernel=kernel),
              "includes": [names[INCLUDES[m]]] if names.get(INCLUDES.get(m)) else []}
             for n, v, m in rows]
+
+
+def declared_rows(s, group):
+    """The report's rows of the metrics declared for `group` (jobmon.metrics.declared): a
+    figure of no value or 0 is left out."""
+    return [(label, s.get(field) or None, unit)
+            for field, label, unit in declared.REPORT_ROWS[group]]

@@ -9,6 +9,7 @@ import os
 from ..config.report import REPORT
 from .idle import IDLE_CORES, Stretches   # noqa: F401  (IDLE_CORES: a sample is idle below it)
 from ..metrics import NODE_COUNTERS, STALL_COUNTERS
+from ..metrics import declared
 
 # sample field -> summary field holding its largest value
 PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",
@@ -17,6 +18,7 @@ PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_pea
 # counters: the summary holds the last value
 LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "rchar_bytes",
         "wchar_bytes", "gpu_count") + STALL_COUNTERS
+PEAKS.update(declared.PEAKS)   # a declared metric's fold is its declaration's
 # suspects, kept as the samples come: a sample is idle below this many cores busy, and the
 # footprint "rose steadily" when a line fits its samples this well (R^2) and rose by this
 # share of its start over at least this many samples
@@ -147,6 +149,7 @@ class Fold:
         site's [report] idle_allocation_seconds."""
         last, pk = self.last, self.peaks
         out = {k: last.get(k) for k in LAST}
+        out.update({k: last.get(field) for k, field in declared.LAST.items()})
         for field, name in PEAKS.items():
             out[name] = pk.get(field)
         wall = last.get("elapsed_seconds") or 0.0
@@ -173,7 +176,17 @@ class Fold:
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
         out.update(self.idle.totals(idle_threshold))
         out.update(stall_shares(out, wall, cpu))
+        out.update(declared_shares(out))
         return out
+
+
+def declared_shares(out):
+    """The declared percent figures: 100 x part / whole of the summary's figures."""
+    res = {}
+    for name, (part, whole) in declared.PERCENTS.items():
+        p, w = out.get(part), out.get(whole)
+        res[name] = round(100.0 * p / w, 2) if p is not None and w else None
+    return res
 
 
 def stall_shares(out, wall, cpu):

@@ -7,6 +7,7 @@ jobmon.summary.efficiency, cfg the [report] section -- and returns one line or N
 import math
 
 from .efficiency import BASIS_TEXT, sizing_peak
+from ..metrics.declared import RULES as DECLARED
 from ..printable import fixed, size
 
 GIB = 1 << 30
@@ -284,9 +285,21 @@ def no_allocation(s, cfg):
             "--tag request_memory=SIZE` for efficiency figures")
 
 
+def declared(d):
+    """The rule a metric's declaration gives (jobmon.metrics.declared): its text where the
+    summary's field reaches the [report] setting."""
+    def rule(s, cfg):
+        v = s.get(d["field"])
+        if v is None or v < cfg.get(d["setting"], d["default"]):
+            return None
+        return d["text"].format_map(dict(s, value=v))
+    rule.__name__, rule.__doc__ = d["rule"], d["doc"]
+    return rule
+
+
 RULES = (oom_killed, cpu_contended, cpu_underused, cpu_oversubscribed, memory_overrequested,
-         memory_near_limit, memory_thrashing, io_bound, stalled, memory_leak, gpu_idle,
-         one_node_busy, killed_at_end, short_job, no_allocation)
+         memory_near_limit, memory_thrashing, io_bound, *map(declared, DECLARED), stalled,
+         memory_leak, gpu_idle, one_node_busy, killed_at_end, short_job, no_allocation)
 
 
 def advise(summary, cfg):

@@ -2,6 +2,7 @@
 scheduler's figures."""
 from dashlib import (JOB, SAMPLE, SANE, Grid, dashboard, filter_vars, match, row, stat, table,
                      table_target, tag_var, target, text, timeseries, unit_override)
+from jobmon.metrics.declared import PANELS
 
 # the job of the user chosen (two users may run jobs of one id), narrowed like the chain of
 # variables that lists it
@@ -26,6 +27,27 @@ core while it ran (a stalled job). `mem_rising` = 1: resident memory rose steadi
 but idle. `leftover_procs`: processes still running when the command exited. CPU efficiency
 under 50 %: ask for fewer cores; memory efficiency under 50 %: ask for less memory.
 The Advice table below has the advice itself; `jobmon query $job` the whole report."""
+
+# a declared panel's column (jobmon.metrics.declared): per second, mean or largest
+HOW = {"rate": 'non_negative_derivative(last("{}"), 1s)', "mean": 'mean("{}")',
+       "max": 'max("{}")'}
+
+
+def declared_panels(g):
+    """The panels the metrics declared beside their probes ask for, one per title."""
+    out = []
+    for title, fields in PANELS.items():
+        unit = fields[0][1]["unit"]
+        cols = [HOW[d["how"]].format(name) + (f' * {d["scale"]}' if d.get("scale", 1) != 1
+                                              else "") + f' AS {d["alias"]}'
+                for name, d in fields]
+        out.append(timeseries(g, title, [target(
+            f'SELECT {", ".join(cols)} FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
+            alias="$col $tag_host $tag_schedd")], unit=unit,
+            overrides=[unit_override(d["alias"], d["unit"]) for _n, d in fields
+                       if d["unit"] != unit],
+            description=" ".join(d["description"] for _n, d in fields)))
+    return out
 
 
 def build():
@@ -140,6 +162,7 @@ def build():
                     "how many of its threads waited for a CPU on average (run-queue wait "
                     "from schedstat, per second). A busy node, not a job that needs fewer "
                     "cores."))
+    p += declared_panels(g)
     p.append(table(g, "Killed for memory", [table_target(
         f'SELECT "oom_kills", "oom_time" * 1000 AS oom_time, "oom_command", "oom_pid", '
         f'"oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes", '
