@@ -8,9 +8,9 @@ A probe module lists what it produces in METRICS, one dict per metric, with thes
   modes    {mode: (method, how)} for each of cgroup-v2, cgroup-v1 and procfs: how the
            figure is obtained there (a method of jobmon.metrics_doc.METHODS), or
            (None, why there is none)
-  read     {mode: (controller, file, key, scale)}: where a cgroup probe reads it, a
+  read     {mode: (controller, file, key, per)}: where a cgroup probe reads it, a
            'key value' line of a file of the job's cgroup (v1: of that controller's
-           cgroup); the value times scale (None: an integer as it is)
+           cgroup); the value divided by per (None: an integer as it is)
   summary  its end-of-job figures, dicts: name, fold (last: the counter's last value;
            max: the largest sample; percent: 100 x of[0] / of[1], two figures of the
            summary or wall_seconds), combine (a multi-node run's nodes: sum or max),

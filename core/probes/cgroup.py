@@ -14,8 +14,8 @@ METRICS = (
      "modes": {"cgroup-v2": ("exact", "cpu.stat throttled_usec, with the cpu controller"),
                "cgroup-v1": ("exact", "cpu.stat throttled_time of the job's cpu cgroup"),
                "procfs": (None, "no CPU quota applies without a cgroup")},
-     "read": {"cgroup-v2": ("cpu", "cpu.stat", "throttled_usec", 1e-6),
-              "cgroup-v1": ("cpu", "cpu.stat", "throttled_time", 1e-9)},
+     "read": {"cgroup-v2": ("cpu", "cpu.stat", "throttled_usec", 1e6),
+              "cgroup-v1": ("cpu", "cpu.stat", "throttled_time", 1e9)},
      "summary": ({"name": "cpu_throttled_seconds", "fold": "last", "combine": "sum",
                   "meaning": "the run's total (per sample, above)"},),
      "report": ({"group": "cpu", "field": "cpu_throttled_seconds",
@@ -29,14 +29,14 @@ class Declared:
     that is not there, or a key it lacks, gives no figure."""
 
     def __init__(self, mode, dirs):
-        self.files = []        # (Reader, {key: (field, scale)})
+        self.files = []        # (Reader, {key: (field, divisor)})
         wanted = {}
         for m in METRICS:
             if mode in m.get("read", ()):
-                controller, name, key, scale = m["read"][mode]
+                controller, name, key, per = m["read"][mode]
                 if dirs.get(controller):
                     path = os.path.join(dirs[controller], name)
-                    wanted.setdefault(path, {})[key.encode()] = (m["name"], scale)
+                    wanted.setdefault(path, {})[key.encode()] = (m["name"], per)
         for path, keys in wanted.items():
             r = reader(path)
             if r:
@@ -46,8 +46,8 @@ class Declared:
         out = {}
         for r, keys in self.files:
             for k, v in keyed(r.read(), keys).items():
-                field, scale = keys[k]
-                out[field] = v if scale is None else v * scale
+                field, per = keys[k]
+                out[field] = v if per is None else v / per
         return out
 
     def close(self):
