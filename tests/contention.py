@@ -96,3 +96,34 @@ def disk_of(path):
         with open(os.path.join(os.path.dirname(sys_dev), "dev")) as f:
             return f.read().strip()
     return dev
+
+
+@contextlib.contextmanager
+def cpu_quota_cgroup(quota_us, period_us=100000):
+    """A v1 job cgroup of the cpu, cpuacct and memory controllers below this process's
+    (HTCondor's and systemd's shape: cpu and cpuacct at one path) whose CPU quota is
+    quota_us per period_us and whose CPU shares are the most there are: however busy the
+    machine, a job in it gets what it wants up to its quota, so the quota alone holds it
+    back. Yields the jobmon.cgroups.JobCgroups (its join() as a preexec_fn puts a process
+    in); removed afterwards. Skips where the host has no such v1 hierarchy."""
+    import pytest
+    from jobmon import cgroups
+    mounts, own = cgroups.own()
+    name = f"jobmon-pytest-quota-{os.getpid()}"
+    dirs = {}
+    try:
+        for c in ("cpu", "cpuacct", "memory"):
+            base = cgroups.resolve(mounts, own, c)
+            if not base or own.get("cpu") != own.get("cpuacct"):
+                pytest.skip("no cgroup v1 cpu and cpuacct at one path here")
+            dirs[c] = os.path.join(base, name)
+            os.mkdir(dirs[c])
+        for f, v in (("cpu.cfs_period_us", period_us), ("cpu.cfs_quota_us", quota_us),
+                     ("cpu.shares", 262144)):
+            with open(os.path.join(dirs["cpu"], f), "w") as fh:
+                fh.write(str(v))
+        yield cgroups.JobCgroups(1, dirs)
+    finally:
+        import time
+        time.sleep(0.05)
+        cgroups.JobCgroups(1, dirs, created=True).remove()

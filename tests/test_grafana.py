@@ -12,6 +12,7 @@ import time
 import pytest
 
 import grafana_model as gm
+from contention import SPIN, cpu_quota_cgroup
 from grafana_schema import validate
 from helpers import JOBMON, PYTHON, REPO, as_user, limit_job_memory, needs_test_user, owned_by, \
     root, shared_tmpdir
@@ -204,6 +205,7 @@ time.sleep(1.2)
 x = b"1" * (96 << 20)
 """
 OOM_JOB = "oom-1"
+QUOTA_JOB = "quota-1"
 
 
 def oom_job(site):
@@ -224,6 +226,13 @@ def oom_job(site):
     finally:
         p.kill()
     assert p.returncode == -9 and "Traceback" not in err, err
+
+
+def quota_job(site):
+    """A root job of 2 spinning processes in a v1 cgroup whose CPU quota is 0.5 cores."""
+    with cpu_quota_cgroup(50000) as job:
+        site.jobmon("run", "--interval=0.2", f"--job-id={QUOTA_JOB}", "--cgroup=existing",
+                    "--", PYTHON, "-c", SPIN, "2", "1.5", env=site.env, preexec_fn=job.join)
 
 
 def plant_junk(site, user="jobmon-test"):
@@ -361,6 +370,7 @@ def filled(influx_server, tmp_path_factory):
     ship(site, "wn2", "beta")
     run_job(site, "9200", 1.0, user="jobmon-test2", tags=("account=chem",))
     oom_job(site)
+    quota_job(site)
     ship(site, "wn3", "beta")
     ship(site, "wn1", "alpha")           # each node's counters more than once: a rate
     reconcile(site)
@@ -369,8 +379,10 @@ def filled(influx_server, tmp_path_factory):
 
 
 # job-view panels of what the showcase (a procfs job that ended well) has not: PSI, an OOM
-# kill; shown on the job that has them below
+# kill; a CPU quota's throttling (a cgroup of the cpu controller); shown on the jobs that
+# have them below
 NOT_IN_SHOWCASE = ("Stalled on CPU, memory, I/O (PSI)", "Killed for memory")
+QUOTA_PANELS = ("Held back by its CPU quota",)
 SCENARIOS = {   # what a user picks: values of the variables, per dashboard
     "jobmon-job.json": {"job": SHOWCASE, "cluster": gm.ALL, "user": "jobmon-test",
                         "account": gm.ALL, "group": gm.ALL, "host": gm.ALL, "schedd": gm.ALL,
@@ -444,7 +456,8 @@ def test_every_query_returns_typed_data_from_real_jobs(filled, name):
             continue
         q = gm.substitute(t["query"], variables, values, options, from_ms, to_ms)
         series = run_query(site, q, t["datasource"])
-        if not series and any(f"panel {title!r}" in where for title in NOT_IN_SHOWCASE):
+        if not series and any(f"panel {title!r}" in where
+                              for title in NOT_IN_SHOWCASE + QUOTA_PANELS):
             continue      # test_the_job_view_of_a_job_that_stalled_and_was_killed has them
         try:
             check_typed(where, q, series)
@@ -470,8 +483,8 @@ def test_multi_value_and_all_select_what_grafana_would(filled):
         series = run_query(site, q, t["datasource"])
         return series[0]["values"][0][1] if series else 0
 
-    assert count(["alpha"]) == 1 and count(["beta"]) == 3
-    assert count(["alpha", "beta"]) == count(gm.ALL) == 4
+    assert count(["alpha"]) == 1 and count(["beta"]) == 4   # beta: 9200, oom-1, quota-1 ...
+    assert count(["alpha", "beta"]) == count(gm.ALL) == 5
     assert gm.replace_variables("/^${c:regex}$/", [{"name": "c", "multi": True}],
                                 {"c": ["a.b", "c"]}, {}) == r"/^(a\.b|c)$/"
     assert gm.interval_text(gm.interval_ms(0, 3600 * 1000)) == "5s"
@@ -573,6 +586,26 @@ def test_the_job_view_of_a_job_that_stalled_and_was_killed(filled):
     assert idle[SHOWCASE]["gpus"] == 1 and idle[SHOWCASE]["gpus_in_use"] == 0, idle
     assert idle[SHOWCASE]["gpu_unused"] >= 1.0, idle
     assert idle[OOM_JOB]["cpu_idle"] is not None, idle
+
+
+@root
+@needs_test_user
+def test_the_job_view_of_a_job_held_back_by_its_cpu_quota(filled):
+    """The throttling panel (declared beside the cgroup probes) on the job run under a
+    0.5-core quota: held back most of each second it ran."""
+    site, from_ms, to_ms = filled
+    dash = DASHBOARDS["jobmon-job.json"]
+    variables = dash["templating"]["list"]
+    values = dict(SCENARIOS["jobmon-job.json"], job=QUOTA_JOB, user="root")
+    by_title = {p["title"]: p for p in gm.panels(dash)}
+    for title in QUOTA_PANELS:
+        t = by_title[title]["targets"][0]
+        q = gm.substitute(t["query"], variables, values, {}, from_ms, to_ms)
+        series = run_query(site, q, t["datasource"])
+        check_typed(f"panel {title!r}", q, series)
+        held = [dict(zip(s["columns"], v)) for s in series for v in s["values"]]
+        assert max(x["periods_held"] for x in held) >= 5, held   # of 10 a second
+        assert max(x["cpus_held"] for x in held) >= 0.5, held
 
 
 @root

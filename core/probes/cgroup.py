@@ -19,7 +19,52 @@ METRICS = (
      "summary": ({"name": "cpu_throttled_seconds", "fold": "last", "combine": "sum",
                   "meaning": "the run's total (per sample, above)"},),
      "report": ({"group": "cpu", "field": "cpu_throttled_seconds",
-                 "label": "held back by its CPU quota", "unit": "s"},)},
+                 "label": "held back by its CPU quota", "unit": "s"},),
+     "panel": ({"title": "Held back by its CPU quota", "how": "rate", "alias": "cpus_held",
+                "unit": "none", "description": "cpus_held: the time the job's runnable "
+                "threads were held back by its CPU quota per second, summed over the CPUs "
+                "they were held on (cpu.stat throttled_usec, v1 throttled_time)."},)},
+    # the CPU quota's enforcement periods (cpu.max, cpu.cfs_period_us: 100 ms by default)
+    {"name": "cpu_quota_periods", "unit": "count", "range": "count", "kind": "counter",
+     "meaning": "CPU quota periods in which the job's cgroup ran (`cpu.stat` nr_periods): "
+                "only where the job has a cgroup of the cpu controller with a CPU quota",
+     "modes": {"cgroup-v2": ("exact", "cpu.stat nr_periods, with the cpu controller"),
+               "cgroup-v1": ("exact", "cpu.stat nr_periods of the job's cpu cgroup"),
+               "procfs": (None, "no CPU quota applies without a cgroup")},
+     "read": {"cgroup-v2": ("cpu", "cpu.stat", "nr_periods", None),
+              "cgroup-v1": ("cpu", "cpu.stat", "nr_periods", None)},
+     "summary": ({"name": "cpu_quota_periods", "fold": "last", "combine": "sum",
+                  "meaning": "the run's total (per sample, above)"},)},
+    {"name": "cpu_throttled_periods", "unit": "count", "range": "count", "kind": "counter",
+     "meaning": "of those periods, the ones in which the job used up its quota and was "
+                "held back until the next (`cpu.stat` nr_throttled)",
+     "modes": {"cgroup-v2": ("exact", "cpu.stat nr_throttled, with the cpu controller"),
+               "cgroup-v1": ("exact", "cpu.stat nr_throttled of the job's cpu cgroup"),
+               "procfs": (None, "no CPU quota applies without a cgroup")},
+     "read": {"cgroup-v2": ("cpu", "cpu.stat", "nr_throttled", None),
+              "cgroup-v1": ("cpu", "cpu.stat", "nr_throttled", None)},
+     "summary": ({"name": "cpu_throttled_periods", "fold": "last", "combine": "sum",
+                  "meaning": "the run's total (per sample, above)"},
+                 {"name": "cpu_throttled_percent", "fold": "percent", "combine": "max",
+                  "of": ("cpu_throttled_periods", "cpu_quota_periods"), "unit": "%",
+                  "range": "percent",
+                  "meaning": "cpu_throttled_periods / cpu_quota_periods x 100: share of the "
+                             "quota periods it ran in that it spent held back by its CPU "
+                             "quota (a multi-node run: its worst node's)"}),
+     "report": ({"group": "cpu", "field": "cpu_throttled_percent",
+                 "label": "held back by its CPU quota, share of its quota periods",
+                 "unit": "%"},),
+     "panel": ({"title": "Held back by its CPU quota", "how": "rate", "alias": "periods_held",
+                "unit": "none", "description": "periods_held: quota periods a second that "
+                "ended with the job held back (10 at the default 100 ms period: every "
+                "one)."},),
+     "advice": ({"rule": "cpu_throttled", "field": "cpu_throttled_percent",
+                 "setting": "cpu_throttled_percent", "default": 25.0,
+                 "text": "held back by its CPU quota in {value:.0f} % of its quota periods: "
+                         "its threads want more CPU than its quota gives: ask for more cores, "
+                         "or run fewer threads",
+                 "doc": "The job used up its CPU quota in at least [report] "
+                        "cpu_throttled_percent (25) of the periods it ran in."},)},
 )
 
 
