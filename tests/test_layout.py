@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -85,9 +86,38 @@ def test_core_top_holds_only_what_every_part_shares():
     assert not loose, f"{sorted(loose)}: into the folder of its concern (docs/developing.md)"
 
 
-def test_no_module_over_400_lines():
-    long = {n: sum(1 for _ in open(p)) for n, p in MODULES.items()}
-    assert not {n: k for n, k in long.items() if k > MAX_LINES}
+def test_long_modules_are_listed():
+    """A signal, not a cap: each module over MAX_LINES lines is named in a warning (split it
+    by what it does); nothing fails for length, so nothing is cut from user-facing text or
+    settings to fit."""
+    lines = {n: sum(1 for _ in open(p)) for n, p in MODULES.items()}
+    long = sorted((k, n) for n, k in lines.items() if k > MAX_LINES)
+    if long:
+        warnings.warn(f"modules over {MAX_LINES} lines: "
+                      + ", ".join(f"{n} ({k})" for k, n in reversed(long)))
+
+
+def test_the_map_in_developing_md_names_every_folder_and_plugin():
+    """docs/developing.md's map: a row for every folder of core and every plugin, and every
+    module a row names is in that row's folders."""
+    rows = []
+    for line in open(os.path.join(REPO, "docs", "developing.md"), encoding="utf-8"):
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) == 2:
+            rows.append((re.findall(r"`([^`]+/)`", cells[0]) or ([""] if cells[0] == "| top"
+                                                                  else []),
+                         re.findall(r"`([\w/]+\.py)`", cells[1])))
+    named = {f for folders, _m in rows for f in folders}
+    for base, prefix in ((CORE, ""), (PLUGINS, "plugins/")):
+        for d in sorted(os.listdir(base)):
+            if os.path.isfile(os.path.join(base, d, "__init__.py")):
+                assert f"{prefix}{d}/" in named, f"{prefix}{d}/ is not in the map"
+    for folders, modules in rows:
+        dirs = [os.path.join(REPO, f) if f.startswith("plugins/") else os.path.join(CORE, f)
+                for f in folders]
+        for m in modules:
+            assert any(os.path.isfile(os.path.join(d, m)) for d in dirs) or \
+                os.path.isfile(os.path.join(CORE, m)), (folders, m)
 
 
 def _loaded(argv):
