@@ -100,30 +100,47 @@ def disk_of(path):
 
 @contextlib.contextmanager
 def cpu_quota_cgroup(quota_us, period_us=100000):
-    """A v1 job cgroup of the cpu, cpuacct and memory controllers below this process's
-    (HTCondor's and systemd's shape: cpu and cpuacct at one path) whose CPU quota is
-    quota_us per period_us and whose CPU shares are the most there are: however busy the
-    machine, a job in it gets what it wants up to its quota, so the quota alone holds it
-    back. Yields the jobmon.cgroups.JobCgroups (its join() as a preexec_fn puts a process
-    in); removed afterwards. Skips where the host has no such v1 hierarchy."""
+    """A job cgroup as a root job gets one on this host whose CPU quota is quota_us per
+    period_us and whose CPU weight is the most there is: however busy the machine, a job in
+    it gets what it wants up to its quota, so the quota alone holds it back. v1: cpu,
+    cpuacct and memory cgroups below this process's (HTCondor's and systemd's shape: cpu
+    and cpuacct at one path), cpu.cfs_quota_us and cpu.shares; v2: cpu.max and cpu.weight.
+    Yields the jobmon.cgroups.JobCgroups (its join() as a preexec_fn puts a process in);
+    removed afterwards. Skips where no such cgroup can be made."""
+    import time
     import pytest
+    from helpers import job_cgroup, job_cgroup_method
     from jobmon import cgroups
-    mounts, own = cgroups.own()
     name = f"jobmon-pytest-quota-{os.getpid()}"
-    dirs = {}
-    try:
+    if job_cgroup_method() == "cgroup-v2":
+        cg = job_cgroup(name)
+        files = (("cpu.max", f"{quota_us} {period_us}"), ("cpu.weight", 10000))
+    else:
+        mounts, own = cgroups.own()
+        dirs = {}
         for c in ("cpu", "cpuacct", "memory"):
             base = cgroups.resolve(mounts, own, c)
             if not base or own.get("cpu") != own.get("cpuacct"):
+                cgroups.JobCgroups(1, dirs, created=True).remove()
                 pytest.skip("no cgroup v1 cpu and cpuacct at one path here")
             dirs[c] = os.path.join(base, name)
             os.mkdir(dirs[c])
-        for f, v in (("cpu.cfs_period_us", period_us), ("cpu.cfs_quota_us", quota_us),
-                     ("cpu.shares", 262144)):
-            with open(os.path.join(dirs["cpu"], f), "w") as fh:
+        cg = cgroups.JobCgroups(1, dirs, created=True)
+        files = (("cpu.cfs_period_us", period_us), ("cpu.cfs_quota_us", quota_us),
+                 ("cpu.shares", 262144))
+    try:
+        for f, v in files:
+            path = os.path.join(quota_dir(cg), f)
+            if not os.path.exists(path):
+                pytest.skip(f"no {f} for a job cgroup here")
+            with open(path, "w") as fh:
                 fh.write(str(v))
-        yield cgroups.JobCgroups(1, dirs)
+        yield cg
     finally:
-        import time
         time.sleep(0.05)
-        cgroups.JobCgroups(1, dirs, created=True).remove()
+        cg.remove()
+
+
+def quota_dir(cg):
+    """The directory of a JobCgroups' CPU quota and its cpu.stat."""
+    return cg.dirs["cpu"] if cg.version == 1 else cg.dirs["v2"]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from contention import SPIN, cpu_hogs
+from contention import SPIN, cpu_hogs, cpu_quota_cgroup
 from helpers import (JOBMON, PYTHON, TEST_USER, as_user, fixture, job_cgroup, load_json,
                      job_cgroup_method, needs_root, needs_test_user, root, shared_tmpdir)
 from jobmon import cgroups
@@ -154,38 +154,10 @@ def test_more_threads_than_descriptors_still_end_as_the_job_ended(tmp_path, mode
 def test_a_cpu_quota_shows_as_throttled_time(tmp_path):
     """A job cgroup with a quota of 0.2 cores: the time the quota held it back. On v1 one of
     the cpu controller too (same path as cpuacct's, as HTCondor and systemd make them); on
-    v2 its cpu.max."""
-    if job_cgroup_method() == "cgroup-v2":
-        job = job_cgroup(f"jobmon-pytest-quota-{os.getpid()}", cores=0.2)
-        if not job.quota:
-            job.remove()
-            pytest.skip("no cpu controller for a v2 cgroup here")
-        try:
-            s, samples = spin_job(str(tmp_path), ["--cgroup=existing"], procs=1, seconds=1.5,
-                                  preexec_fn=job.join)
-        finally:
-            time.sleep(0.05)
-            job.remove()
-        check_throttled(s, samples)
-        return
-    mounts, own = cgroups.own()
-    name = f"jobmon-pytest-quota-{os.getpid()}"
-    dirs = {}
-    try:
-        for c in ("cpu", "cpuacct", "memory"):
-            base = cgroups.resolve(mounts, own, c)
-            if not base or own.get("cpu") != own.get("cpuacct"):
-                pytest.skip("no cgroup v1 cpu and cpuacct at one path here")
-            dirs[c] = os.path.join(base, name)
-            os.mkdir(dirs[c])
-        with open(os.path.join(dirs["cpu"], "cpu.cfs_quota_us"), "w") as f:
-            f.write("20000")
-        job = cgroups.JobCgroups(1, dirs)
+    v2 its cpu.max (tests/contention.py)."""
+    with cpu_quota_cgroup(20000) as job:
         s, samples = spin_job(str(tmp_path), ["--cgroup=existing"], procs=1, seconds=1.5,
                               preexec_fn=job.join)
-    finally:
-        time.sleep(0.05)
-        cgroups.JobCgroups(1, dirs, created=True).remove()
     check_throttled(s, samples)
 
 

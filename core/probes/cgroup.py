@@ -5,19 +5,33 @@ import os
 
 from .files import keyed, read_all, read_once, reader
 
+
+def cpu_stat(v2_key, v1_key, per=None):
+    """modes and read of a figure of cpu.stat's CPU quota keys (per: the divisors of v2's
+    and v1's value, None for a count): there only with the cpu controller, none in procfs
+    mode."""
+    v2_per, v1_per = per or (None, None)
+    return {"modes": {"cgroup-v2": ("exact", f"cpu.stat {v2_key}, with the cpu controller"),
+                      "cgroup-v1": ("exact", f"cpu.stat {v1_key} of the job's cpu cgroup"),
+                      "procfs": (None, "no CPU quota applies without a cgroup")},
+            "read": {"cgroup-v2": ("cpu", "cpu.stat", v2_key, v2_per),
+                     "cgroup-v1": ("cpu", "cpu.stat", v1_key, v1_per)}}
+
+
+def total(name, combine="sum"):
+    """A counter's end-of-job figure: its last value, the run's total."""
+    return {"name": name, "fold": "last", "combine": combine,
+            "meaning": "the run's total (per sample, above)"}
+
+
 # the metrics the cgroup probes read as 'key value' lines of the job's cgroup files
 METRICS = (
     {"name": "cpu_throttled_seconds", "unit": "s", "range": "cpu", "kind": "counter",
      "meaning": "time the job's cgroup was held back by its CPU quota (`cpu.stat` "
                 "throttled_usec, v1 throttled_time); only where the job has a cgroup of the "
                 "cpu controller",
-     "modes": {"cgroup-v2": ("exact", "cpu.stat throttled_usec, with the cpu controller"),
-               "cgroup-v1": ("exact", "cpu.stat throttled_time of the job's cpu cgroup"),
-               "procfs": (None, "no CPU quota applies without a cgroup")},
-     "read": {"cgroup-v2": ("cpu", "cpu.stat", "throttled_usec", 1e6),
-              "cgroup-v1": ("cpu", "cpu.stat", "throttled_time", 1e9)},
-     "summary": ({"name": "cpu_throttled_seconds", "fold": "last", "combine": "sum",
-                  "meaning": "the run's total (per sample, above)"},),
+     **cpu_stat("throttled_usec", "throttled_time", per=(1e6, 1e9)),
+     "summary": (total("cpu_throttled_seconds"),),
      "report": ({"group": "cpu", "field": "cpu_throttled_seconds",
                  "label": "held back by its CPU quota", "unit": "s"},),
      "panel": ({"title": "Held back by its CPU quota", "how": "rate", "alias": "cpus_held",
@@ -28,23 +42,13 @@ METRICS = (
     {"name": "cpu_quota_periods", "unit": "count", "range": "count", "kind": "counter",
      "meaning": "CPU quota periods in which the job's cgroup ran (`cpu.stat` nr_periods): "
                 "only where the job has a cgroup of the cpu controller with a CPU quota",
-     "modes": {"cgroup-v2": ("exact", "cpu.stat nr_periods, with the cpu controller"),
-               "cgroup-v1": ("exact", "cpu.stat nr_periods of the job's cpu cgroup"),
-               "procfs": (None, "no CPU quota applies without a cgroup")},
-     "read": {"cgroup-v2": ("cpu", "cpu.stat", "nr_periods", None),
-              "cgroup-v1": ("cpu", "cpu.stat", "nr_periods", None)},
-     "summary": ({"name": "cpu_quota_periods", "fold": "last", "combine": "sum",
-                  "meaning": "the run's total (per sample, above)"},)},
+     **cpu_stat("nr_periods", "nr_periods"),
+     "summary": (total("cpu_quota_periods"),)},
     {"name": "cpu_throttled_periods", "unit": "count", "range": "count", "kind": "counter",
      "meaning": "of those periods, the ones in which the job used up its quota and was "
                 "held back until the next (`cpu.stat` nr_throttled)",
-     "modes": {"cgroup-v2": ("exact", "cpu.stat nr_throttled, with the cpu controller"),
-               "cgroup-v1": ("exact", "cpu.stat nr_throttled of the job's cpu cgroup"),
-               "procfs": (None, "no CPU quota applies without a cgroup")},
-     "read": {"cgroup-v2": ("cpu", "cpu.stat", "nr_throttled", None),
-              "cgroup-v1": ("cpu", "cpu.stat", "nr_throttled", None)},
-     "summary": ({"name": "cpu_throttled_periods", "fold": "last", "combine": "sum",
-                  "meaning": "the run's total (per sample, above)"},
+     **cpu_stat("nr_throttled", "nr_throttled"),
+     "summary": (total("cpu_throttled_periods"),
                  {"name": "cpu_throttled_percent", "fold": "percent", "combine": "max",
                   "of": ("cpu_throttled_periods", "cpu_quota_periods"), "unit": "%",
                   "range": "percent",
