@@ -31,7 +31,7 @@ _TABLE = {
         mem_swap_bytes mem_peak_bytes read_bytes write_bytes rchar_bytes wchar_bytes
         cpu_pressure_seconds mem_pressure_seconds
         mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
-        mem_major_faults mem_limit_hits mem_high_hits oom_events oom_kills procs threads
+        mem_major_faults oom_kills procs threads
         oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
         oom_charge_bytes oom_limit_bytes oom_limit_hits oom_anon_bytes oom_cache_bytes gpus_in_use
         gpu_count gpu_mem_bytes net_rx_bytes net_tx_bytes net_rx_packets net_tx_packets

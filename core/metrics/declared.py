@@ -10,14 +10,15 @@ A probe module lists what it produces in METRICS, one dict per metric, with thes
            (None, why there is none)
   read     {mode: (controller, file, key, per)}: where a cgroup probe reads it, a
            'key value' line of a file of the job's cgroup (v1: of that controller's
-           cgroup); the value divided by per (None: an integer as it is)
+           cgroup; key None: the file is one number); the value divided by per (None:
+           an integer as it is)
   summary  its end-of-job figures, dicts: name, fold (last: the counter's last value;
            max: the largest sample; percent: 100 x of[0] / of[1], two figures of the
            summary or wall_seconds), combine (a multi-node run's nodes: sum or max),
            unit, range, method (by default that of the metric for last, estimated for
            max, derived for percent) and meaning
   report   rows of the job report (`jobmon query`, the HTML page): dicts of group (where
-           in the report: cpu), field (of the summary), label and unit; a row of no
+           in the report: cpu, memory), field (of the summary), label and unit; a row of no
            value or 0 is left out
   panel    the single-job dashboard's panels: dicts of title (one panel per title),
            how (rate: per second, x scale; mean; max), alias, unit (Grafana's), scale,
@@ -41,7 +42,7 @@ KEYS = {"name", "unit", "range", "kind", "meaning", "scope", "modes", "read", "s
         "report", "panel", "advice"}
 FIGURE_KEYS = {"name", "fold", "of", "combine", "unit", "range", "method", "meaning"}
 FOLDS = ("last", "max", "percent")
-REPORT_GROUPS = ("cpu",)
+REPORT_GROUPS = ("cpu", "memory")
 
 
 class Metric:

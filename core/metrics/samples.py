@@ -68,13 +68,9 @@ SAMPLE_FIELDS = place((
      "major page faults: pages the job waited to have read back from disk or swap (cgroup "
      "`memory.stat` pgmajfault); a job thrashing at its memory limit keeps refaulting its "
      "own pages"),
-    ("mem_limit_hits", "count", "count", "counter",
-     "times the job's memory reached its limit, so the kernel had to reclaim from it "
-     "(`memory.events` max on v2, `memory.failcnt` on v1)"),
-    ("mem_high_hits", "count", "count", "counter",
-     "times it went over its `memory.high` and was throttled (cgroup v2)"),
-    ("oom_events", "count", "count", "counter",
-     "times the job's cgroup ran out of memory at its limit (`memory.events` oom, v2)"),
+    "mem_limit_hits",   # these three declared beside their probe too
+    "mem_high_hits",
+    "oom_events",
     ("oom_kills", "count", "count", "counter",
      "processes of the job the kernel's OOM killer killed (`memory.events` oom_kill on v2, "
      "`memory.oom_control` oom_kill on v1)"),
@@ -142,5 +138,4 @@ NODE_COUNTERS = ("gpu_energy_joules", "cpu_energy_joules", "dram_energy_joules",
 # whose end-of-job totals the summary keeps
 STALL_COUNTERS = ("cpu_pressure_seconds", "cpu_wait_seconds", "mem_pressure_seconds",
                   "mem_pressure_full_seconds", "io_pressure_seconds", "io_pressure_full_seconds",
-                  "mem_major_faults", "mem_limit_hits", "mem_high_hits", "oom_events",
-                  "oom_kills")
+                  "mem_major_faults", "oom_kills")

@@ -24,6 +24,20 @@ def total(name, combine="sum"):
             "meaning": "the run's total (per sample, above)"}
 
 
+def events(name, v2_key, v1_file=None, v1_none=None):
+    """A count of memory.events (v2) and, where v1 keeps one, of its v1 file (one number):
+    its modes, reads and end-of-job total; none in procfs mode."""
+    out = {"name": name, "unit": "count", "range": "count", "kind": "counter",
+           "modes": {"cgroup-v2": ("exact", f"memory.events {v2_key}"),
+                     "cgroup-v1": ("exact", v1_file) if v1_file else (None, v1_none),
+                     "procfs": (None, "no memory limit applies without a cgroup")},
+           "read": {"cgroup-v2": ("memory", "memory.events", v2_key, None)},
+           "summary": (total(name),)}
+    if v1_file:
+        out["read"]["cgroup-v1"] = ("memory", v1_file, None, None)
+    return out
+
+
 # the metrics the cgroup probes read as 'key value' lines of the job's cgroup files
 METRICS = (
     {"name": "cpu_throttled_seconds", "unit": "s", "range": "cpu", "kind": "counter",
@@ -69,6 +83,17 @@ METRICS = (
                          "or run fewer threads",
                  "doc": "The job used up its CPU quota in at least [report] "
                         "cpu_throttled_percent (25) of the periods it ran in."},)},
+    # what the job's memory limit did to it
+    dict(events("mem_limit_hits", "max", v1_file="memory.failcnt"),
+         meaning="times the job's memory reached its limit, so the kernel had to reclaim "
+                 "from it (`memory.events` max on v2, `memory.failcnt` on v1)",
+         report=({"group": "memory", "field": "mem_limit_hits",
+                  "label": "memory limit reached (times)", "unit": "count"},)),
+    dict(events("mem_high_hits", "high", v1_none="v1 has no memory.high"),
+         meaning="times it went over its `memory.high` and was throttled (cgroup v2)"),
+    dict(events("oom_events", "oom", v1_none="v1 counts the kills only (oom_kills)"),
+         meaning="times the job's cgroup ran out of memory at its limit (`memory.events` "
+                 "oom, v2)"),
 )
 
 
@@ -78,14 +103,14 @@ class Declared:
     that is not there, or a key it lacks, gives no figure."""
 
     def __init__(self, mode, dirs):
-        self.files = []        # (Reader, {key: (field, divisor)})
+        self.files = []        # (Reader, {key: (field, divisor)}); key None: the whole file
         wanted = {}
         for m in METRICS:
             if mode in m.get("read", ()):
                 controller, name, key, per = m["read"][mode]
                 if dirs.get(controller):
                     path = os.path.join(dirs[controller], name)
-                    wanted.setdefault(path, {})[key.encode()] = (m["name"], per)
+                    wanted.setdefault(path, {})[key and key.encode()] = (m["name"], per)
         for path, keys in wanted.items():
             r = reader(path)
             if r:
@@ -94,7 +119,9 @@ class Declared:
     def read(self):
         out = {}
         for r, keys in self.files:
-            for k, v in keyed(r.read(), keys).items():
+            data = r.read()
+            values = {None: int(data)} if None in keys else keyed(data, keys)
+            for k, v in values.items():
                 field, per = keys[k]
                 out[field] = v if per is None else v / per
         return out

@@ -75,7 +75,6 @@ class CgroupV1Probe(Probe):
         self.counter = Counter(d.get("pids") or acct, "cgroup.procs", "tasks",
                                nested=not cgroups.created)
         self.steady = SteadyCpu()
-        self.failcnt = reader(os.path.join(mem, "memory.failcnt"))
         self.oom_control = reader(os.path.join(mem, "memory.oom_control"))
         self.declared = Declared(self.method, d)
         self.pressure = Pressure.open(getattr(cgroups, "pressure_dir", None))
@@ -92,8 +91,6 @@ class CgroupV1Probe(Probe):
             out["mem_peak_bytes"] = int(self.mem_peak.read())
         if self.blkio:
             out.update(parse_blkio(self.blkio.read()))
-        if self.failcnt:
-            out["mem_limit_hits"] = int(self.failcnt.read())
         if self.oom_control:
             kills = self._oom_kills()
             if kills is not None:
@@ -144,7 +141,7 @@ class CgroupV1Probe(Probe):
         self.counter.close()
         self.declared.close()
         for r in (self.usage, self.usage_user, self.usage_sys, self.mem_stat, self.mem_peak,
-                  self.blkio, self.pids_peak, self.failcnt, self.oom_control,
+                  self.blkio, self.pids_peak, self.oom_control,
                   self.pressure, self.runqueue):
             if r:
                 r.close()

@@ -15,9 +15,8 @@ from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue
 
 _CPU_KEYS = {b"usage_usec", b"user_usec", b"system_usec"}
 _MEM_KEYS = {b"anon", b"file", b"shmem", b"pgmajfault"}
-# memory.events key -> sample field
-_EVENTS = {b"max": "mem_limit_hits", b"high": "mem_high_hits", b"oom": "oom_events",
-           b"oom_kill": "oom_kills"}
+# memory.events key -> sample field (its other counts are declared: probes/cgroup.py)
+_EVENTS = {b"oom_kill": "oom_kills"}
 
 
 def parse_cpu_stat(data):
@@ -42,7 +41,7 @@ def parse_memory_stat(data):
 
 
 def parse_memory_events(data):
-    """memory.events -> {mem_limit_hits, mem_high_hits, oom_events, oom_kills}."""
+    """memory.events -> {oom_kills}."""
     s = keyed(data, set(_EVENTS))
     return {_EVENTS[k]: v for k, v in s.items()}
 
@@ -76,7 +75,7 @@ class CgroupV2Probe(Probe):
         self.events = reader(os.path.join(d, "cgroup.events"))
         self.mem_events = reader(os.path.join(d, "memory.events"))
         self.counter = Counter(d, "cgroup.procs", "cgroup.threads", nested=not cgroups.created)
-        self.declared = Declared(self.method, {"cpu": d})
+        self.declared = Declared(self.method, {"cpu": d, "memory": d})
         self.steady = SteadyCpu()
         self.pressure = Pressure.open(d)
         self.runqueue = None if self.pressure else RunQueue()

@@ -171,7 +171,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         ("PSI", "off on this node (boot option psi=1): no memory or storage stall figures"
          if s.get("psi") == "off" else None, ""),
         ("major page faults", s.get("mem_major_faults") or None, "count"),
-        ("memory limit reached (times)", s.get("mem_limit_hits") or None, "count"),
+        *declared_rows(s, "memory"),
         ("storage read (local disks only)", s.get("read_bytes"), "bytes"),
         ("storage written (local disks only)", s.get("write_bytes"), "bytes"),
         ("storage read rate (local disks only)", s.get("read_bytes") / wall
