@@ -34,7 +34,7 @@ ENDS = {
                     "evicted (code 1022): Job vacated by schedd"),
     ("vacate", 2): ("completed", "goodput", "none", "completed (exit code 0)"),
     ("exec_failure", 1): ("held", "badput", "user", "held (code 26.13): Failed to execute "
-                          "'/work/condor-jobs/notexec.sh' with arguments a b: "
+                          "'/home/jobmon-test/condor-jobs/notexec.sh' with arguments a b: "
                           "(errno=13: 'Permission denied')"),
     ("left_held", 1): ("held", "badput", "user",
                        "held (code 1): via condor_hold (by user jobmon-test)"),
