@@ -28,12 +28,15 @@ time.sleep(0.8)
 """
 
 # whether the stroke uPlot drew for a series passes through canvas points: per request
-# [plot, field, [[x, y] in data units]] the answers, true or false
+# [plot, field, [[x, y] in data units]] the answers, true or false. The test is of the
+# path, solid: the canvas keeps the dash of the series drawn last (a dashed one), and a
+# point in one of its gaps would read as off the line.
 IN_STROKE = """((asks) => asks.map(([plot, field, points]) => {
   const u = window.jobmonPlots[plot];
   const i = u.jobmonSeries.findIndex(s => s.field === field);
   const path = u.series[i + 1]._paths.stroke, ctx = u.ctx;
   ctx.save();
+  ctx.setLineDash([]);
   ctx.lineWidth = 3 * devicePixelRatio;
   const out = points.map(([x, y]) => ctx.isPointInStroke(path, u.valToPos(x, "x", true),
                                                          u.valToPos(y, "y", true)));

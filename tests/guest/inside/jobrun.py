@@ -21,10 +21,10 @@ class Run:
     """One `jobmon run`: its summary, samples (--out), stderr, and the resources jobmon and
     everything it reaped used (wait4 on it: the test is its parent)."""
 
-    def __init__(self, args, cmd, user=None, cgroup=None, interval=2):
+    def __init__(self, args, cmd, user=None, cgroup=None, interval=2, out_path=None):
         self.dir = shared_tmpdir("jobmon-guest-")   # writable by the test user too
         self.summary_path = os.path.join(self.dir, "summary.json")
-        self.out_path = os.path.join(self.dir, "samples.jsonl")
+        self.out_path = out_path or os.path.join(self.dir, "samples.jsonl")
         argv = [JOBMON, "run", f"--interval={interval}", f"--summary={self.summary_path}",
                 f"--out={self.out_path}", f"--store={os.path.join(self.dir, 'store.db')}"]
         argv += list(args) + ["--"] + list(cmd)
@@ -59,10 +59,11 @@ def _children_cpu():
     return ru.ru_utime + ru.ru_stime
 
 
-def cpu_tree(tmp_dir, spike):
-    """argv of the cpu_tree job, under a reaper, writing its truth below tmp_dir."""
+def cpu_tree(tmp_dir, spike, wait_for=None):
+    """argv of the cpu_tree job, under a reaper, writing its truth below tmp_dir; with
+    wait_for (a `--out` file), its spike waits for the first sample there."""
     return [reaper.path()] + job("cpu_tree", os.path.join(tmp_dir, "truth"), spike,
-                                 reaper.path())
+                                 reaper.path(), *([wait_for] if wait_for else []))
 
 
 class TreeTruth:
@@ -81,10 +82,13 @@ class TreeTruth:
         self.jobmon_cgroup = info["jobmon_cgroup"].strip().partition("::")[2]
 
 
-def run_tree(args, spike=96 * MiB, **kw):
-    """`jobmon run ARGS -- cpu_tree`; returns (Run, TreeTruth)."""
+def run_tree(args, spike=96 * MiB, spike_after_first_sample=False, **kw):
+    """`jobmon run ARGS -- cpu_tree`; returns (Run, TreeTruth). spike_after_first_sample:
+    the spike waits until the first sample is written, so that a run whose next sample is
+    the final one has no sample that sees it (however late the first one comes)."""
     d = shared_tmpdir("jobmon-truth-")
-    r = Run(args, cpu_tree(d, spike), **kw)
+    out = os.path.join(d, "samples.jsonl") if spike_after_first_sample else None
+    r = Run(args, cpu_tree(d, spike, wait_for=out), out_path=out, **kw)
     return r, TreeTruth(d, r.stdout)
 
 

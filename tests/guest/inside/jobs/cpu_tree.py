@@ -1,11 +1,12 @@
-"""A job that knows its own cost: reaper python3 cpu_tree.py OUT SPIKE_BYTES REAPER.
+"""A job that knows its own cost: reaper python3 cpu_tree.py OUT SPIKE_BYTES REAPER [SAMPLES].
 
 CPU truth comes from parents, whose wait4 includes a child's exit (a process's own getrusage
 does not). Every Python process here is reaped by a parent that counts it: the children by
 the worker W, W by this main process, main by the reaper that runs it (tests/guest/inside/
 reaper.py, which writes the total to stdout); the escaped daemon, which only jobmon reaps,
 is a reaper too, running the daemon's work as its child and writing to OUT.daemon. Only the
-two reapers' own exits are left out. Writes OUT (JSON: the spike, the cgroups).
+two reapers' own exits are left out. Writes OUT (JSON: the spike, the cgroups). Given
+SAMPLES (jobmon's `--out` file), the spike waits until a first sample is written there.
 """
 import json
 import os
@@ -13,6 +14,7 @@ import sys
 import time
 
 out, SPIKE, REAPER = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+SAMPLES = sys.argv[4] if len(sys.argv) > 4 else None
 DAEMON_WORK = ("import os, time\ntime.sleep(0.5)\nt = time.process_time()\n"
                "while time.process_time() - t < 0.3:\n    pass\nos._exit(0)\n")
 
@@ -21,6 +23,19 @@ def burn(sec):
     t = time.process_time()
     while time.process_time() - t < sec:
         pass
+
+
+def first_sample_written(path):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as f:
+                if f.readline().endswith("\n"):
+                    return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.01)
+    raise SystemExit(f"no sample in {path} after 120 s")
 
 
 def vm(key):
@@ -37,6 +52,8 @@ def work(report):
             os._exit(0)
         os.waitpid(p, 0)
     # a memory spike in a child, held 0.3 s; it reports its high-water mark
+    if SAMPLES:
+        first_sample_written(SAMPLES)
     r, w = os.pipe()
     p = os.fork()
     if p == 0:
