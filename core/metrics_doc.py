@@ -38,7 +38,8 @@ _TABLE = {
         start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
         gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
         monitor_cpu_seconds monitor_read_seconds monitor_errors cut_short reconciled
-        cpu_idle_samples elapsed_seconds lost_points""",
+        cpu_idle_samples elapsed_seconds lost_points sample_gaps sample_gap_seconds
+        sample_gap_longest_seconds failed_reads""",
     ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
         swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
         missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top""",
@@ -50,7 +51,8 @@ _TABLE = {
         gpu_unused_longest_seconds idle_allocation
         cpu_efficiency_percent mem_efficiency_percent canonical_units provisioned_core_hours
         used_core_hours idle_core_hours idle_canonical_core_hours idle_limited_by outcome
-        outcome_reason outcome_cause window_seconds advice""",
+        outcome_reason outcome_cause window_seconds advice completeness_percent
+        completeness_reasons""",
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by

@@ -6,6 +6,7 @@ comment and a job whose only idle record is another user's claim are never acted
 import json
 import os
 import pwd
+import signal
 import subprocess
 import time
 
@@ -235,6 +236,37 @@ def test_a_dry_run_decides_whatever_the_mode_says_off_included(jobmon_slurm):
         assert state(site, job)[0] == "RUNNING" and os.listdir(warn_dir) == []
         assert [(r["action"], r["dry_run"], r["outcome"]) for r in actions(site, job)] == [
             ("warn", 1, "dry run: not sent (file)"), ("requeuehold", 1, "dry run: not done")]
+    finally:
+        c.scancel(str(job))
+        c.wait_done(job)
+
+
+def test_a_job_whose_samples_have_a_gap_is_neither_warned_nor_acted_on(jobmon_slurm):
+    """An idle job whose sampler was held up (stopped 6 s: a gap of 5 of its 1 s
+    intervals) has samples covering too little of its run so far for the site's 90 %:
+    `jobmon act` says so and neither warns nor acts; with the threshold lowered it warns."""
+    from slurm_site import samplers
+    site, c = jobmon_slurm, jobmon_slurm.cluster
+    warn_dir = shared_tmpdir("jobmon-act-warn-")
+    configure(site, warn_dir)
+    job = c.submit(SLEEP)
+    try:
+        c.wait_running(job)
+        idle_for(site, [job])
+        stopped = [pid for pid, _comm in samplers(c)]
+        assert stopped
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(6)
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        idle_for(site, [job], grace=True)
+        got, doc = act(site)
+        [d] = [d for d in doc["decisions"] if d["job"] == str(job)]
+        assert d["decision"] == "incomplete" and "under the site's 90 %" in d["why"], d
+        assert os.listdir(warn_dir) == [] and actions(site, job) == []
+        got, _ = act(site, min_completeness_percent=10)
+        assert got.get(str(job)) == "warn"
     finally:
         c.scancel(str(job))
         c.wait_done(job)

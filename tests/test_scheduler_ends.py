@@ -107,6 +107,11 @@ def test_removed_run_killed_after_the_vacate_time_keeps_its_figures():
     assert rep["job"]["status"] == f"{removed} (no exit status); cut short: figures up to " \
                                    "its last sample, at most 0.2 s missing"
     assert named(rep["efficiency"])["outcome"] == f"badput: {removed}"
+    # its data: all of the run but the interval after its last sample
+    assert rep["verdict"]["data"]["reasons"][0] == \
+        f"cut short: up to {INTERVAL:g} s of its end missing, and its exit status"
+    wall = rep["summary"]["wall_seconds"]
+    assert rep["verdict"]["data"]["percent"] == round(100 * (wall - INTERVAL) / wall, 1)
     assert (rep["summary"]["scheduler_state"], rep["summary"]["outcome_cause"],
             rep["summary"]["scheduler_user"]) == ("removed", "user", TEST_USER)
     cpu = named(rep["totals"])

@@ -14,6 +14,9 @@ records', and began when the latest of them began.
                 nobody, another user, another schedd's job): never acted on
   gone          the scheduler does not know it, or it does not run: nothing
   opted-out     it opted out, and the site allows that: never acted on
+  incomplete    the samples of a record of its own cover less of its run so far than the
+                site's min_completeness_percent: its idle stretch is not known, never
+                warned or acted on
   warn          idle, and not warned in this stretch: warned
   grace         warned in this stretch, less than grace_seconds of samples since: wait
   act           warned in this stretch and idle grace_seconds after: held / cancelled
@@ -23,6 +26,7 @@ records', and began when the latest of them began.
 Warnings and actions of a dry run count only for dry runs, and the others only for the
 others, so a site can try its policy without touching a job."""
 from ..config.actions import resources
+from ..summary.completeness import so_far
 from ..report.ownership import OWN, judge
 
 HOUR = 3600.0
@@ -44,6 +48,7 @@ class Policy:
         self.max_per_hour = section["max_per_hour"]
         self.allow_opt_out = section["allow_opt_out"]
         self.slurm_action = section["slurm_action"]
+        self.min_completeness = section.get("min_completeness_percent", 90.0)
 
     def idle(self, sample):
         """(stretch seconds, resources idle that long) of one record's latest sample, or
@@ -89,6 +94,11 @@ def decide(policy, job, rows, live, same_job, history, accounts=()):
         return Decision("gone", job, "the scheduler says it does not run", live=live)
     if live.opted_out and policy.allow_opt_out:
         return Decision("opted-out", job, "the job opted out", live=live)
+    covers = [so_far(r["sample"]) for r in own]
+    short = [c for c in covers if c is not None and c < policy.min_completeness]
+    if short:
+        return Decision("incomplete", job, f"its samples cover {min(short):g} % of its run so "
+                        f"far, under the site's {policy.min_completeness:g} %", live=live)
     idle = [policy.idle(r["sample"]) for r in own]
     if not all(idle):
         return Decision("busy", job, live=live)

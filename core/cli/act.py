@@ -14,7 +14,7 @@ SAID = {"warn": "warned", "act": "acted on", "grace": "in their grace period",
         "limited": "over the hourly limit", "done": "acted on before",
         "opted-out": "opted out", "unconfirmed": "of unconfirmed ownership",
         "gone": "not running", "unavailable": "with their scheduler unavailable",
-        "unrecorded": "not recorded"}
+        "unrecorded": "not recorded", "incomplete": "with too little data to judge"}
 
 
 def open_for_actions(cfg, store_arg):

@@ -16,6 +16,9 @@ SCHEMA = {
         "slurm_action": (str, "requeuehold"),  # requeuehold (pending, held) or cancel
         "allow_opt_out": (bool, True),        # a job may opt out (+JobMonitorActions = false,
         #                                       Slurm's comment word jobmon-actions=no)
+        "min_completeness_percent": (float, 90.0),  # a running job whose samples cover
+        #                                       less of its run so far: never warned or
+        #                                       acted on
         "warn": (str, "mail"),                # how the user is warned: mail ([report] mailer),
         #                                       file (in warn_dir) or none (recorded only)
         "warn_dir": (str, ""),                # file warnings: a directory the users read

@@ -27,6 +27,8 @@ REPORT = {
     "short_job_seconds": (float, 60.0),       # shorter jobs: batch them
     "node_busy_percent": (float, 90.0),       # one node of several did this share of the
     #                                           CPU: the others sat idle
+    "min_completeness_percent": (float, 80.0),  # data covering less of the run: advice
+    #                                             from its samples is withheld
     "disabled": (str, ""),                    # advice rules to leave out, comma-separated
     # `jobmon report` over a time range: suspects and right-sizing
     "suspect_min_samples": (int, 5),          # idle samples (CPU ~0, GPUs idle) for a suspect

@@ -44,7 +44,7 @@ class Sampler:
         self.t0 = monotonic()
         self.last = {}            # last sample's values
         self.last_t = self.t0
-        self.fold = Fold()
+        self.fold = Fold(interval)
         self.resident_peak = 0
         self.errors = 0
         self.read_seconds = 0.0   # time spent in probe reads (self-metric)

@@ -163,6 +163,8 @@ class Session:
                 str(self.job["command"][0]))) if killed and self.job.get("command") else None,
                 end=s["end_time"]))
             self.oom.close()
+        from ..summary.completeness import fields as completeness
+        s.update(completeness(s))
         s["command"] = self.job.get("command")
         from ..summary.batches import batch_text
         s["batch"] = batch_text(self.job)

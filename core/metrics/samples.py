@@ -94,6 +94,10 @@ SAMPLE_FIELDS = place((
     ("gpu_unused_seconds", "s", "wall", "gauge",
      "how long at least one of the job's GPUs has had none of its processes on it, this "
      "stretch (0 while every one has): GPUs allocated and idle"),
+    ("sample_gap_seconds", "s", "wall", "gauge",
+     "seconds of the run so far that no sample covers (jobmon.summary.completeness: each "
+     "stretch between samples longer than two intervals and a second, less one interval); "
+     "only once there is a gap"),
     ("mem_limit_bytes", "bytes", "bytes", "gauge",
      "the memory limit the kernel holds the job to (its cgroup's), once read (from the "
      "first samples on)"),

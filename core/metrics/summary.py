@@ -213,6 +213,22 @@ SUMMARY_FIELDS = place((
      "at most this much of the run's end is not in its figures: "
      "one sampling interval for a cut-short run (a live sampler would have sampled again), "
      "the time after the last read where the job's cgroup went before its final read, else 0"),
+    ("sample_gaps", "count", "count",
+     "stretches between samples (or from the start to the first) longer than two sampling "
+     "intervals and a second: the sampler was held up (a busy node, a stalled file system)"),
+    ("sample_gap_seconds", "s", "wall",
+     "seconds of those gaps no sample covers (each gap less one interval)"),
+    ("sample_gap_longest_seconds", "s", "wall", "the longest of them"),
+    ("failed_reads", "count", "count", "samples whose probe read failed (nothing known then)"),
+    ("completeness_percent", "%", "percent",
+     "the share of the run its data covers: wall less the gaps, the reads that failed, the "
+     "points the spool lost and a cut-short end (one interval each); advice below the "
+     "site's [report] min_completeness_percent is withheld, and `jobmon act` does not act "
+     "below [actions] min_completeness_percent"),
+    ("completeness_reasons", "text", None,
+     "why the data is not whole or exact: gaps, a cut-short end, failed reads, lost points, "
+     "monitoring errors, figures that are bounds (procfs mode), energy or GPU figures "
+     "missing; \"; \" between them, empty when there is nothing to say"),
     ("reconciled", "count", "flag",
      "1 once the scheduler's record of the run was applied (`jobmon "
      "reconcile`), or once it was clear there is none to apply; 0 until then"),

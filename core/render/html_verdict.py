@@ -43,6 +43,13 @@ def layout(v):
                             else (" of none stated" if m.get("nodes", 1) == 1 else ""))))
     body = [f'<p class="outcome">{esc(head)}</p>',
             f'<table class="verdict">{"".join(rows)}</table>']
+    d = v.get("data") or {}
+    if isinstance(d, dict) and isinstance(d.get("reasons"), list) and d["reasons"] and \
+            not (isinstance(d.get("percent"), (int, float)) and d["percent"] >= 100):
+        covers = f"covers {fixed(d['percent'], 'g')} % of the run: " \
+            if isinstance(d.get("percent"), (int, float)) else ""
+        body.append(f'<p class="data">data: {esc(covers + "; ".join(map(str, d["reasons"])))}'
+                    "</p>")
     if a:
         more = f", {a['more']} more below" if a.get("more") else ""
         if a.get("submit"):

@@ -57,6 +57,11 @@ def lines(rep):
             " of none stated" if m.get("nodes", 1) == 1 else ""
         rows.append(("memory", f"{bar(m['percent'])} {_pct(m['percent'])}  "
                                f"{peak} {esc(m['peak_name'])}{given}"))
+    d = v.get("data") or {}
+    if d.get("reasons") and (d.get("percent") or 0) < 100:   # something is missing
+        covers = f"covers {fixed(d['percent'], 'g')} % of the run: " \
+            if d.get("percent") is not None else ""
+        rows.append(("data", esc(covers + "; ".join(d["reasons"]))))
     a = v.get("advice")
     if a:
         more = f", {a['more']} more below" if a["more"] else ""

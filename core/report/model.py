@@ -4,7 +4,7 @@ Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
 import time
 
-from ..summary import from_samples
+from ..summary import completeness, from_samples
 from ..summary.advice import advise
 from ..metrics import STALL_COUNTERS, declared
 from ..summary.oom import story
@@ -203,6 +203,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         "start_time": run.start_time, "end_time": s.get("end_time"),
         "command": first.get("command"), "tags": _tags(run.records),
     }
+    s.update(completeness.fields(s))
     advice = advise(dict(s, scheduler=first.get("scheduler"), **eff),
                     cfg or DEFAULT_CFG) if state != "running" else []
     return {"header": header, "verdict": verdict.build(s, eff, advice, header, state,

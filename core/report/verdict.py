@@ -10,8 +10,8 @@ GIB, MIB = 1 << 30, 1 << 20
 PEAK_NAME = {RESIDENT: "resident peak", KERNEL: "kernel peak", SAMPLED: "sampled peak"}
 # which advice the verdict names: what keeps the next run from failing first, then the
 # largest waste, then the rest; a rule not named here comes after these, in its order
-FIRST = ("oom_killed", "memory_near_limit", "memory_thrashing", "cpu_oversubscribed",
-         "gpu_idle", "cpu_underused", "memory_overrequested", "one_node_busy",
+FIRST = ("oom_killed", "data_incomplete", "memory_near_limit", "memory_thrashing",
+         "cpu_oversubscribed", "gpu_idle", "cpu_underused", "memory_overrequested", "one_node_busy",
          "killed_at_end", "io_bound", "stalled", "memory_leak", "cpu_contended",
          "no_allocation", "short_job")
 
@@ -82,8 +82,10 @@ def build(s, eff, advice, header, state, nodes=1):
     if s.get("cut_short"):
         outcome["text"] = f"{outcome['text']}; cut short: figures up to its last sample"
     best = pick(advice)
+    reasons = [r for r in str(s.get("completeness_reasons") or "").split("; ") if r]
     return {
         "outcome": outcome, "wall_seconds": wall or None,
+        "data": {"percent": s.get("completeness_percent"), "reasons": reasons},
         "cores": {"used": used, "given": cores,
                   "percent": 100 * used / cores if used is not None and cores else None},
         "memory": {"peak": peak, "given": mem, "peak_name": name, "nodes": nodes,

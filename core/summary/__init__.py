@@ -7,6 +7,8 @@ summary) and gets the same figures the summary would have.
 import os
 
 from ..config.report import REPORT
+from . import completeness
+from .completeness import Coverage
 from .idle import IDLE_CORES, Stretches   # noqa: F401  (IDLE_CORES: a sample is idle below it)
 from ..metrics import NODE_COUNTERS, STALL_COUNTERS
 from ..metrics import declared
@@ -33,7 +35,7 @@ TREND_POINTS = 64
 
 
 class Fold:
-    def __init__(self):
+    def __init__(self, interval=None):
         self.last = {}
         self.samples = 0
         self.peaks = {}
@@ -45,6 +47,7 @@ class Fold:
         self.trend = []              # (hours, bytes): every `trend_every`-th sample
         self.trend_every, self.trend_seen = 1, 0
         self.idle = Stretches()      # cores and GPUs held unused, stretch by stretch
+        self.coverage = Coverage(interval)   # gaps between the samples
 
     def add(self, sample):
         self.samples += 1
@@ -66,6 +69,7 @@ class Fold:
             if sample.get(k) is not None:
                 self.seen[k] = sample[k]
         self.idle.add(sample)
+        self.coverage.add(sample)
         if not sample.get("procs", 1):
             return   # the job's last read, after its processes are gone
         cores = sample.get("cpu_cores")
@@ -175,6 +179,7 @@ class Fold:
         out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
         out.update(self.idle.totals(idle_threshold))
+        out.update(self.coverage.totals())
         out.update(stall_shares(out, wall, cpu))
         out.update(declared_shares(out))
         return out
@@ -208,7 +213,7 @@ def from_samples(info, samples, cut_short=False):
     or its node went down): then also its end, no exit status, what it was given and used
     (efficiency figures), `cut_short` 1 and `missing_seconds_max` -- at most one interval
     of the run's end is missing, since a live sampler would have sampled again by then."""
-    fold = Fold()
+    fold = Fold(info.get("interval"))
     for x in samples:
         fold.add(x)
     out = fold.totals() if samples else {}
@@ -222,6 +227,7 @@ def from_samples(info, samples, cut_short=False):
     out.setdefault("wall_seconds", 0.0)
     out["end_time"] = round((info.get("start_time") or 0) + out["wall_seconds"], 3)
     out.update(figures(out, allocation(info.get("tags"), gpu_count=out.get("gpu_count"))))
+    out.update(completeness.fields(out))
     return out
 
 

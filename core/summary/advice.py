@@ -6,6 +6,7 @@ jobmon.summary.efficiency, cfg the [report] section -- and returns one line or N
 """
 import math
 
+from .completeness import below
 from .efficiency import BASIS_TEXT, sizing_peak
 from ..metrics.declared import RULES as DECLARED
 from ..printable import fixed, size
@@ -302,6 +303,11 @@ RULES = (oom_killed, cpu_contended, cpu_underused, cpu_oversubscribed, memory_ov
          memory_leak, gpu_idle, one_node_busy, killed_at_end, short_job, no_allocation)
 
 
+# rules whose figures are the run's own whatever its samples missed: the kernel's OOM kill,
+# its wall time, its request
+WHOLE_RUN = ("oom_killed", "short_job", "no_allocation")
+
+
 def advise(summary, cfg):
     """[{"rule": name, "text": line, "ask": what}] for the rules that have something to
     say, in RULES order; rules named in cfg["disabled"] are left out. A rule that suggests a
@@ -310,8 +316,12 @@ def advise(summary, cfg):
     None."""
     off = {x.strip() for x in (cfg.get("disabled") or "").split(",") if x.strip()}
     out = []
+    short = below(summary, cfg.get("min_completeness_percent"))
+    if short and "data_incomplete" not in off:
+        out.append({"rule": "data_incomplete", "ask": None,
+                    "text": f"advice from its samples withheld: {short}"})
     for rule in RULES:
-        if rule.__name__ in off:
+        if rule.__name__ in off or (short and rule.__name__ not in WHOLE_RUN):
             continue
         text, ask = _split(rule(summary, cfg))
         if text:
