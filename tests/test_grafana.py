@@ -402,7 +402,7 @@ SCENARIOS = {   # what a user picks: values of the variables, per dashboard
 STRINGS = {"method", "command", "tags", "outcome", "outcome_reason", "idle_limited_by", "reason",
            "oom_command", "oom_source", "ownership",
            "mem_sizing_basis", "key", "value", "advice", "batch", "scheduler_state",
-           "action", "actor"} | \
+           "action", "actor", "data"} | \
     set(ALL_TAGS)      # key, value: SHOW TAG VALUES
 
 

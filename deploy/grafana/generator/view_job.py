@@ -101,11 +101,15 @@ def build():
         mappings=[{"type": "value", "options": {"1": {"text": "yes", "color": "red"}}}]))
     p.append(text(g, "Reading the signals", ADVICE, w=12, h=5))
     p.append(table(g, "Advice", [table_target(
-        f'SELECT last("advice") AS advice, last("outcome_reason") AS outcome '
+        f'SELECT last("advice") AS advice, last("outcome_reason") AS outcome, '
+        f'last("completeness_percent") AS data_percent, last("completeness_reasons") AS data '
         f'FROM "{JOB}" WHERE {F} GROUP BY "host", "schedd", "run"')], w=24, h=4,
+        overrides=[unit_override("data_percent", "percent")],
         description="What jobmon advises on the run (docs/reports.md): each rule's line, "
                     "\" | \" between them, written at the job's end and again when `jobmon "
-                    "reconcile` applies the scheduler's end."))
+                    "reconcile` applies the scheduler's end; the share of the run its data "
+                    "covers and why not all (below the site's threshold its samples' advice "
+                    "is withheld)."))
 
     p.append(row(g, "Over time"))
     p.append(timeseries(g, "CPU cores: used vs allocated", [
