@@ -84,3 +84,14 @@ def test_a_whole_run_says_nothing_of_its_data(tmp_path):
     assert rep["verdict"]["data"] == {"percent": 100.0, "reasons": []}
     assert "data_incomplete" not in [a["rule"] for a in rep["advice"]]
     assert "\ndata " not in query(store, "whole")
+
+
+def test_jobmon_report_counts_the_runs_whose_advice_was_withheld(tmp_path):
+    """`jobmon report` over a held-up run and a whole one: both counted, one incomplete."""
+    store = run(tmp_path, 3.0)
+    run(tmp_path, 0.0, job="whole")
+    doc = json.loads(jobmon("report", "--since", "1h", "--json", f"--store={store}").stdout)
+    assert (doc["total"]["jobs"], doc["total"]["incomplete"]) == (2, 1), doc["total"]
+    text = jobmon("report", "--since", "1h", f"--store={store}").stdout
+    assert "(1 of them with data covering too little of the run for advice" in \
+        " ".join(text.split())

@@ -112,6 +112,9 @@ def _header(model, console):
     if t["unconfirmed"]:
         console.print(f"({t['unconfirmed']:,} counted unconfirmed: the scheduler has not "
                       "said whose job they are yet)")
+    if t.get("incomplete"):
+        console.print(f"({t['incomplete']:,} of them with data covering too little of the run "
+                      "for advice: their figures are counted, their advice withheld)")
     if t.get("energy_jobs"):
         console.print(f"energy {significant(t['energy_kwh'])} kWh (GPUs' counters, CPU and "
                       f"DRAM apportioned: docs/energy.md), {t['energy_jobs']:,} of "

@@ -17,6 +17,7 @@ Read side, standard library only.
 from ..summary.advice import growth_text
 from . import job_efficiency, ownership
 from .canonical import BADPUT, GOODPUT
+from ..summary import completeness
 from .distribution import Values, distribution
 from .runs import is_step, job_runs
 
@@ -29,6 +30,7 @@ DEFAULTS = {
     "suspect_min_samples": 5,       # idle samples (CPU at ~0, GPUs at 0 %) before a suspect
     "idle_samples_percent": 50.0,   # ... and this share of its samples
     "suspects": 20,                 # suspects listed (the count covers all)
+    "min_completeness_percent": 80.0,   # a run whose data covers less: counted incomplete
 }
 # summed per group (hours)
 SUMS = ("wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
@@ -111,20 +113,24 @@ def suspicions(summary, figures, limits):
 
 
 class _Group:
-    FIELDS = ("jobs", "goodput", "badput", "unknown", "suspects", "unconfirmed", "local")
+    FIELDS = ("jobs", "goodput", "badput", "unknown", "suspects", "unconfirmed", "local",
+              "incomplete")
 
     def __init__(self, key):
         self.key = key
         self.jobs = self.goodput = self.badput = self.unknown = self.suspects = 0
         self.unconfirmed = self.local = 0    # runs counted that no scheduler vouched for
+        self.incomplete = 0                  # runs whose data covers too little of them
         self.sums = dict.fromkeys(SUMMED, 0.0)
         self.sums["energy_jobs"] = 0
         self.cpu_eff, self.mem_eff = Values(), Values()
 
-    def add(self, summary, figures, suspect, verdict=ownership.OWN, held=True):
+    def add(self, summary, figures, suspect, verdict=ownership.OWN, held=True, short=False):
         """held: the run's hours and energy are its own (False: a payload, whose hours
-        are its pilot's, counted in the pilot's record)."""
+        are its pilot's, counted in the pilot's record); short: its data covers less of it
+        than the site's min_completeness_percent."""
         self.jobs += 1
+        self.incomplete += bool(short)
         self.unconfirmed += verdict == ownership.UNCONFIRMED
         self.local += verdict == ownership.LOCAL
         outcome = figures.get("outcome")
@@ -178,7 +184,7 @@ class _Group:
         return dict({"key": self.key, "jobs": self.jobs, "goodput": self.goodput,
                      "badput": self.badput, "unknown": self.unknown,
                      "unconfirmed": self.unconfirmed, "local": self.local,
-                     "suspects": self.suspects,
+                     "suspects": self.suspects, "incomplete": self.incomplete,
                      "cpu_efficiency_percent": distribution(self.cpu_eff),
                      "mem_efficiency_percent": distribution(self.mem_eff)}, **self.sums)
 
@@ -273,13 +279,14 @@ class Rollup:
             rec, s, figures = run_of(run)
             why = suspicions(s, figures, self.limits)
             verdict, held = verdicts[id(run[0])], not in_pilot(rec)
+            short = bool(completeness.below(s, self.limits["min_completeness_percent"]))
             for by in self.dims:
                 key = group_key(rec, by)
                 g = self.groups[by].get(key)
                 if g is None:
                     g = self.groups[by][key] = _Group(key)
-                g.add(s, figures, why, verdict, held)
-            self.total.add(s, figures, why, verdict, held)
+                g.add(s, figures, why, verdict, held, short)
+            self.total.add(s, figures, why, verdict, held, short)
             waste = (figures.get("idle_canonical_core_hours") or 0) + \
                 (figures.get("idle_gpu_hours") or 0)
             if waste > 0:

@@ -235,7 +235,8 @@ class InfluxStore(Store):
             f'WHERE {" AND ".join(where)} ORDER BY time')]
 
     # the sample fields `jobmon act` reads of each running record
-    LATEST = ("cpu_idle_seconds", "gpu_unused_seconds", "gpu_count", "elapsed_seconds")
+    LATEST = ("cpu_idle_seconds", "gpu_unused_seconds", "gpu_count", "elapsed_seconds",
+              "sample_gap_seconds")
 
     def latest(self, since):
         # one row per series (a record: its tags), its newest in the range
