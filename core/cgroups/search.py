@@ -9,7 +9,8 @@ thousand jobs holds a thousand job directories).
 """
 import os
 
-from . import V1_CONTROLLERS, JobCgroups, parse_mountinfo
+from .job_cgroups import JobCgroups
+from .paths import V1_CONTROLLERS, parse_mountinfo
 
 MAX_DEPTH = 8   # scheduler job cgroups sit 2-4 levels down (slice / scope / job)
 
