@@ -15,7 +15,8 @@ def write(tmp_path, text, name="jobmon.toml"):
 
 
 def test_defaults_when_no_file_at_the_default_path(monkeypatch):
-    monkeypatch.setattr(config, "DEFAULT_PATH", "/nonexistent/jobmon.toml")
+    # load() reads the default path where it is defined (config/loading.py)
+    monkeypatch.setattr(config.loading, "DEFAULT_PATH", "/nonexistent/jobmon.toml")
     cfg = config.load(env={})
     assert cfg.path is None and not cfg.uses_influxdb
 
