@@ -1,7 +1,7 @@
 """The [actions] section of the site configuration: what `jobmon act` may do to a job that
 holds an allocation it does not use (docs/actions.md). Off unless the site turns it on;
-read by `jobmon act` alone, never inside jobs. Kept apart from the loader (__init__.py), which merges
-it into its schema."""
+read by `jobmon act` alone, never inside jobs. Kept apart from the schema (schema.py),
+which merges it in."""
 
 SCHEMA = {
     "actions": {

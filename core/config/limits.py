@@ -2,7 +2,7 @@
 what one run can physically show, with `shipper.max_job_days` its longest wall time.
 Every figure's valid range is reckoned from these (jobmon.metrics.ranges); the shipper
 sets aside lines outside them and every reader leaves such figures out. Kept apart from
-the loader (__init__.py), which merges them into its schema."""
+the schema (schema.py), which merges them in."""
 from ..metrics.ranges import DEFAULTS
 
 SCHEMA = {

@@ -1,7 +1,7 @@
 """The node reader's settings ([node_reader] in the site file; docs/energy.md, docs/network.md):
 read by `jobmon node-reader`, never by the jobs, which find what they need in the files it
-publishes. Kept apart from the loader (__init__.py), which merges them into
-its schema."""
+publishes. Kept apart from the schema (schema.py), which merges them
+in."""
 
 SCHEMA = {
     "node_reader": {

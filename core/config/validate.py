@@ -1,6 +1,6 @@
 """Checks of settings beyond their type: the read service's address forms, and what only a
 file system can say (a directory that exists, a regular file). Standard library only: the
-loader (__init__.py) reads the site file through read_text() inside every job.
+loader (loading.py) reads the site file through read_text() inside every job.
 
 Two kinds of check:
   - forms (service_problems): what a value must look like; load() refuses a file that
