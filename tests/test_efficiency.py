@@ -1,6 +1,6 @@
 """What a job was given and what it used of it: the allocation, efficiency, canonical-unit
 and suspect fields every end-of-job summary carries (core/summary/efficiency.py and the
-fold in core/summary/__init__.py), from hand-checked numbers, recorded cgroup files and real jobs in real cgroups."""
+fold in core/summary/fold.py), from hand-checked numbers, recorded cgroup files and real jobs in real cgroups."""
 import json
 import os
 import subprocess
