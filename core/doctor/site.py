@@ -9,7 +9,7 @@ import time
 
 from .. import config
 from ..job import job_user_check
-from . import FAIL, OK, WARN, Check
+from .check import FAIL, OK, WARN, Check
 
 SHIPPER_STALE_SECONDS = 600     # a shipper (cron every minute, or --follow) runs more often
 NO_AUTH = ("an InfluxDB without authentication needs username = \"\" and "
@@ -72,7 +72,7 @@ def shipper_name(node):
     uid = shipper_uid(node)
     if uid is not None:
         return _name(uid)
-    from . import found
+    from .schedulers_here import found
     return "condor" if "htcondor" in found(node) else "jobmon"
 
 
