@@ -6,7 +6,7 @@ cgroup below a scheduler's job cgroup); CPU quota throttling where the job has a
 of the cpu controller."""
 import os
 
-from . import Probe
+from .interface import Probe
 from .cgroup import Counter, Declared, SteadyCpu, cgroup_limits
 from .files import keyed, read_once, reader
 from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue

@@ -8,7 +8,7 @@ for CPU (probes/pressure.py).
 """
 import os
 
-from . import Probe
+from .interface import Probe
 from .cgroup import Counter, Declared, SteadyCpu, cgroup_limits
 from .files import keyed, reader
 from .pressure import PSI, RUN_QUEUE, Pressure, RunQueue

@@ -26,7 +26,7 @@ import os
 import resource
 import time
 
-from . import Probe
+from .interface import Probe
 from ..metrics import COUNTERS
 from .files import (PROC, TICK, ZOMBIE, clocks_are_ours, cpu_clock, io_fields,  # noqa: F401
                     parse_io, parse_pss, parse_smaps_rollup, parse_stat, parse_statm,
