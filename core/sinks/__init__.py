@@ -1,22 +1,9 @@
 """Sinks receive what the sampler measured: the job once, each sample, the summary at the end.
 
 Data flows one way, probe -> sample -> sink; a sink never asks anything back. Sinks that
-run inside the job (all of these) import only the standard library.
+run inside the job (all of these) import only the standard library. The interface is
+Sink (interface.py).
 """
+from .interface import Sink
 
-
-class Sink:
-    # True for a sink whose summary dashboards read as stored (the spool: InfluxDB)
-    ships = False
-
-    def open(self, job):
-        """job: {"job", "host", "user", "start_time", "method", "tags", "command", ...}."""
-
-    def write(self, sample):
-        """sample: {"time": ns, "elapsed_seconds", "method", <metric fields>}."""
-
-    def procs(self, record):
-        """record: the per-process breakdown (jobmon.probes.breakdown), at its own rate."""
-
-    def close(self, summary):
-        """summary: the end-of-job record (jobmon.metrics.SUMMARY_FIELDS)."""
+__all__ = ("Sink",)

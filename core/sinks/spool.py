@@ -30,7 +30,7 @@ import fcntl
 import os
 import time
 
-from . import Sink
+from .interface import Sink
 from ..influx import schema
 
 SUFFIX = ".lp"

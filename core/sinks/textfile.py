@@ -4,7 +4,7 @@ import errno
 import json
 import sys
 
-from . import Sink
+from .interface import Sink
 from ..metrics import SAMPLE_COLUMNS
 
 

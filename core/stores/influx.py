@@ -17,7 +17,7 @@ import urllib.request
 from ..influx import auth
 from ..influx import lineprotocol as lp
 from ..influx import schema
-from . import HOUR, Store
+from .interface import HOUR, Store
 from .ids import JobRef
 
 DAY = 86400   # a shard's length as deploy/create-influxdb.sh makes them

@@ -12,7 +12,7 @@ import _sqlite3 as sqlite3
 
 from ..sinks.jsontext import dumps
 from ..sinks import Sink
-from . import Store
+from .interface import Store
 
 SETUP_WAIT = 5.0      # seconds a new store's first users wait for each other (its busy timeout)
 

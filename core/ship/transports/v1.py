@@ -7,7 +7,7 @@ import threading
 import urllib.parse
 import zlib
 
-from . import SendError, Transport, failure
+from .interface import SendError, Transport, failure
 
 
 class V1Transport(Transport):

@@ -1,7 +1,7 @@
 """`/api/v2/write` through influxdb-client's synchronous write API (InfluxDB 1.8+, 2.x,
 3.x). The batch is already line protocol from jobmon's encoder, which a test proves
 equal to influxdb-client's Point encoding; the client sends it as is."""
-from . import SendError, Transport, failure
+from .interface import SendError, Transport, failure
 
 
 class V2Transport(Transport):
