@@ -1,0 +1,186 @@
+"""The read service's read log, end to end: jobs of two users in a real InfluxDB 1.6.7
+through the real shipper; `jobmon serve` as an unprivileged service user keeping its read
+log; callers as jobmon-test (the owner), jobmon-test2 (another user) and an admin over the
+Unix socket. Who read a job shows to its owner (`jobmon query JOB --readers`), the admins'
+reads included, and to nobody else; the retention and the size cap drop entries; a log
+the service cannot write never fails a read."""
+import json
+import os
+import sqlite3
+import stat
+import time
+
+import pytest
+
+from helpers import as_user, have_user, needs_test_user, root
+from serve_site import ADMIN, Conversation, Munged, Service, wait_for
+
+pytestmark = [root, needs_test_user,
+              pytest.mark.skipif(not have_user(ADMIN), reason=f"needs user {ADMIN} "
+                                 "(tests/setup.sh)")]
+
+A, B = "jobmon-test", "jobmon-test2"
+MINE, THEIRS = "read-1", "read-2"
+
+
+@pytest.fixture(scope="module")
+def site(influx_server, tmp_path_factory):
+    from influx_site import Site
+    site = Site(influx_server, tmp_path_factory.mktemp("readlog"), "readlog")
+    site.prepare()
+    site.run_small_job(MINE, A, 8)
+    site.run_small_job(THEIRS, B, 8)
+    site.ship()
+    munged = Munged()
+    yield site, munged
+    munged.close()
+    site.close()
+
+
+@pytest.fixture
+def service(site):
+    started = []
+
+    def start(service_keys=""):
+        s = Service(*site, service_keys=service_keys).start()
+        started.append(s)
+        return s
+    yield start
+    for s in started:
+        s.close()
+
+
+def readers(served, job, user, check=True):
+    r = served.jobmon("query", job, "--readers", "--json", user=user, check=check)
+    return json.loads(r.stdout) if r.returncode == 0 else r
+
+
+def reads_shown(served, job, user, want, timeout=10):
+    """The reads `--readers` shows once `want(reads)` holds (the log is written after
+    the answer, by its own thread)."""
+    seen = []
+
+    def ok():
+        seen[:] = [readers(served, job, user)["reads"]]
+        return want(seen[0])
+    wait_for(f"reads of {job} as {user} wanted (last: {seen})", ok, timeout)
+    return seen[0]
+
+
+def query(served, job, user, check=True):
+    return served.jobmon("query", job, "--json", "--no-scheduler", user=user, check=check)
+
+
+def test_an_owner_sees_who_read_their_job_admins_included(service):
+    served = service()
+    query(served, MINE, A)
+    query(served, MINE, ADMIN)
+    r = query(served, MINE, B, check=False)                       # not theirs: refused
+    assert r.returncode == 1 and r.stdout == ""
+    served.jobmon("list", user=ADMIN)
+
+    def has_all(reads):
+        got = {(x["reader"], x["how"], x["allowed"]) for x in reads}
+        return {(A, "query", True), (ADMIN, "query", True), (B, "query", False),
+                (ADMIN, "list", True)} <= got
+    reads = reads_shown(served, MINE, A, has_all)
+    assert all(x["job"] == MINE for x in reads)
+    assert all(x["owner"] in (A, None) for x in reads)
+    assert {x["reader"] for x in reads} == {A, ADMIN, B}, "nothing of other jobs' reads"
+    assert reads == sorted(reads, key=lambda x: -x["time"]), "newest first"
+    assert all(abs(x["time"] - time.time()) < 120 for x in reads)
+    # the text form, as the owner reads it
+    text = served.jobmon("query", MINE, "--readers", user=A).stdout
+    assert text.startswith(f"Reads of job {MINE} through the read service, newest first "
+                           "(kept 90 days):")
+    assert any(ADMIN in line and "query" in line and "read" in line
+               for line in text.splitlines())
+    assert any(B in line and "refused" in line for line in text.splitlines())
+    # the admin reads any job's log; the owner of the other job reads their own
+    assert has_all(readers(served, MINE, ADMIN)["reads"])
+    assert {x["reader"] for x in readers(served, THEIRS, B)["reads"]} <= {B, ADMIN}
+
+
+def test_the_log_is_private_to_the_owner_and_the_admins(service):
+    served = service()
+    query(served, MINE, A)
+    reads_shown(served, MINE, A, lambda reads: any(x["how"] == "query" for x in reads))
+    r = readers(served, MINE, B, check=False)                     # another user: refused
+    assert r.returncode == 1 and r.stdout == "" and "no job 'read-1' of yours" in r.stderr
+    assert A not in r.stderr
+    r = readers(served, THEIRS, A, check=False)
+    assert r.returncode == 1 and r.stdout == ""
+    r = served.jobmon("query", MINE, "--readers", "--user", A, user=B, check=False)
+    assert r.returncode == 1 and r.stdout == ""
+    # the file itself: the service user's, 0600, in a 0700 directory; no user opens it
+    path = os.path.join(served.dir, "state", "reads.db")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    import subprocess
+    r = subprocess.run(as_user(["cat", path], A), capture_output=True)
+    assert r.returncode != 0 and r.stdout == b""
+    # B's refused attempt is in the log, shown to the owner
+    reads_shown(served, MINE, A, lambda reads: any(
+        x["reader"] == B and not x["allowed"] for x in reads))
+
+
+def test_entries_past_the_retention_are_dropped(service):
+    served = service(f'read_log = "{{dir}}/reads.db"\nread_log_days = {3 / 86400!r}\n')
+    path = served.read_log_path
+    query(served, MINE, A)
+    reads_shown(served, MINE, A, lambda reads: any(x["how"] == "query" for x in reads))
+    time.sleep(3.5)
+    served.jobmon("list", user=A)                    # a later write trims what expired
+    reads = reads_shown(served, MINE, A, lambda reads: not any(
+        x["how"] == "query" for x in reads))
+    assert all(x["how"] in ("list", "readers") for x in reads)
+
+    def gone():
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return not db.execute("SELECT count(*) FROM reads WHERE how = 'query'"
+                                  ).fetchone()[0]
+    wait_for("the expired entries gone from the file", gone, 10)
+
+
+def test_the_oldest_entries_go_past_the_size_cap(service):
+    cap = 64 << 10
+    served = service(f'read_log = "{{dir}}/reads.db"\nread_log_max_bytes = {cap}\n')
+    path = served.read_log_path
+    conv = Conversation(served.socket)
+    try:
+        assert "user" in conv.ask({})
+        for i in range(700):             # each asks for a job of nobody: a refused read
+            text = f"nobody-{i:04d}-" + "x" * 120
+            answer = conv.ask({"op": "records", "command": "query", "args": {"ref": {
+                "text": text, "exact": [text], "prefixes": [], "global_id": None}}})
+            assert answer == {"result": []}
+    finally:
+        conv.close()
+
+    def newest_kept():
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            return db.execute("SELECT max(job) FROM reads").fetchone()[0] or ""
+    wait_for("the last entry written", lambda: newest_kept().startswith("nobody-0699-"), 10)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        jobs = [j for (j,) in db.execute("SELECT job FROM reads ORDER BY id")]
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        size = db.execute("PRAGMA page_size").fetchone()[0]
+    assert pages * size <= cap and os.path.getsize(path) <= cap
+    assert 100 < len(jobs) < 700, "the oldest dropped, not all"
+    kept = [int(j.split("-")[1]) for j in jobs]
+    assert kept == list(range(700 - len(jobs), 700)), "the newest kept, in order"
+
+
+def test_an_unwritable_log_never_fails_a_read(service, tmp_path):
+    locked = tmp_path / "locked"         # root's: the service user may not write there
+    locked.mkdir(mode=0o755)
+    served = service(f'read_log = "{locked}/state/reads.db"\n')
+    for _ in range(3):
+        rep = json.loads(query(served, MINE, A).stdout)
+        assert rep["job"]["user"] == A
+    assert json.loads(query(served, THEIRS, B).stdout)["job"]["user"] == B
+    wait_for("the service saying so", lambda: "is not being kept" in served.logged(), 10)
+    assert served.logged().count("is not being kept") == 1, served.logged()
+    r = readers(served, MINE, A, check=False)
+    assert r.returncode == 1 and "cannot be read" in r.stderr
+    assert not os.path.exists(locked / "state")
