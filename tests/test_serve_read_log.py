@@ -91,8 +91,8 @@ def test_an_owner_sees_who_read_their_job_admins_included(service):
     assert all(abs(x["time"] - time.time()) < 120 for x in reads)
     # the text form, as the owner reads it
     text = served.jobmon("query", MINE, "--readers", user=A).stdout
-    assert text.startswith(f"Reads of job {MINE} through the read service, newest first "
-                           "(kept 90 days):")
+    assert text.startswith(f"Reads of job {MINE} through the read service (kept 90 days), "
+                           "newest first: ")
     assert any(ADMIN in line and "query" in line and "read" in line
                for line in text.splitlines())
     assert any(B in line and "refused" in line for line in text.splitlines())
@@ -157,23 +157,28 @@ def test_the_oldest_entries_go_past_the_size_cap(service):
     finally:
         conv.close()
 
-    def newest_kept():
+    def trimmed():
+        """The last entry written and the file back under the cap (each batch of entries
+        is written, then the oldest dropped: for a moment the file may be over it)."""
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            return db.execute("SELECT max(job) FROM reads").fetchone()[0] or ""
-    wait_for("the last entry written", lambda: newest_kept().startswith("nobody-0699-"), 10)
+            newest = db.execute("SELECT max(job) FROM reads").fetchone()[0] or ""
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+        return newest.startswith("nobody-0699-") and pages * size <= cap
+    wait_for("the last entry written, the file under the cap", trimmed, 10)
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         jobs = [j for (j,) in db.execute("SELECT job FROM reads ORDER BY id")]
-        pages = db.execute("PRAGMA page_count").fetchone()[0]
-        size = db.execute("PRAGMA page_size").fetchone()[0]
-    assert pages * size <= cap and os.path.getsize(path) <= cap
+    on_disk = sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+    assert on_disk <= cap + (3 << 19), "the write-ahead file adds up to about 1 MiB"
     assert 100 < len(jobs) < 700, "the oldest dropped, not all"
     kept = [int(j.split("-")[1]) for j in jobs]
     assert kept == list(range(700 - len(jobs), 700)), "the newest kept, in order"
 
 
-def test_an_unwritable_log_never_fails_a_read(service, tmp_path):
-    locked = tmp_path / "locked"         # root's: the service user may not write there
-    locked.mkdir(mode=0o755)
+def test_an_unwritable_log_never_fails_a_read(service):
+    import tempfile
+    locked = tempfile.mkdtemp(prefix="jobmon-readlog-")   # root's: the service user
+    os.chmod(locked, 0o755)                               # reaches it, may not write it
     served = service(f'read_log = "{locked}/state/reads.db"\n')
     for _ in range(3):
         rep = json.loads(query(served, MINE, A).stdout)
@@ -183,4 +188,58 @@ def test_an_unwritable_log_never_fails_a_read(service, tmp_path):
     assert served.logged().count("is not being kept") == 1, served.logged()
     r = readers(served, MINE, A, check=False)
     assert r.returncode == 1 and "cannot be read" in r.stderr
-    assert not os.path.exists(locked / "state")
+    assert not os.path.exists(os.path.join(locked, "state"))
+    assert "Permission denied" in served.logged()
+    os.rmdir(locked)
+
+
+def test_a_full_disk_never_fails_a_read(service):
+    """The log's file system fills up while the service runs (a 256 KiB tmpfs): reads go
+    on being answered, the service says once that the log is not being kept."""
+    import pathlib
+    import pwd
+    import shutil
+    import subprocess
+    import tempfile
+    from influx_site import SERVICE_USER
+    top = tempfile.mkdtemp(prefix="jobmon-readlog-")     # the service user reaches it
+    os.chmod(top, 0o755)
+    mnt = pathlib.Path(top) / "mnt"
+    mnt.mkdir()
+    pw = pwd.getpwnam(SERVICE_USER)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size=256k,mode=700,uid={pw.pw_uid},"
+                        f"gid={pw.pw_gid}", "jobmon-readlog-full", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a small tmpfs here: {r.stderr.strip()}")
+    try:
+        served = service(f'read_log = "{mnt}/reads.db"\n')
+        query(served, MINE, A)
+        reads_shown(served, MINE, A, lambda reads: any(x["how"] == "query" for x in reads))
+        with open(mnt / "filler", "wb", buffering=0) as f:
+            for chunk in (65536, 4096, 512):
+                try:
+                    while True:
+                        f.write(b"\0" * chunk)
+                except OSError:
+                    pass
+        conv = Conversation(served.socket)
+        try:
+            assert "user" in conv.ask({})
+            for i in range(3000):         # refused reads of long ids until the log is full
+                text = f"nobody-{i:04d}-" + "x" * 200
+                answer = conv.ask({"op": "records", "args": {"ref": {
+                    "text": text, "exact": [text], "prefixes": [], "global_id": None}}})
+                assert answer == {"result": []}
+                if i % 100 == 99 and "is not being kept" in served.logged():
+                    break
+        finally:
+            conv.close()
+        wait_for("the service saying so", lambda: "is not being kept" in served.logged(), 10)
+        for _ in range(2):
+            assert json.loads(query(served, MINE, A).stdout)["job"]["user"] == A
+        assert served.logged().count("is not being kept") == 1, served.logged()[-3000:]
+        assert "full" in served.logged()
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        shutil.rmtree(top, ignore_errors=True)

@@ -37,8 +37,9 @@ def render(job_id, answer):
     import time
     reads = answer["reads"]
     owners = sorted({r["owner"] for r in reads if r.get("owner")})
-    head = (f"Reads of job {clean(job_id)} through the read service, newest first "
-            f"(kept {answer['days']:g} days): {len(reads)}")
+    head = (f"Reads of job {clean(job_id)} through the read service (kept "
+            f"{answer['days']:g} days), newest first: {len(reads)} "
+            f"{'read' if len(reads) == 1 else 'reads'}")
     if not reads:
         return head
     rows = [("when", "reader", "how", "answer", "via", "job", "owner")]
