@@ -88,3 +88,5 @@ def register(app):
                 f"{section['read_log_days']:g} days" if read_log else "no read log")
         server.log(f"answering on {' and '.join(where)}; reading {what}; {admins}; {kept}")
         server.run(service, listeners)
+        if read_log:
+            read_log.close()          # what was read before the signal is written

@@ -120,7 +120,7 @@ class ReadLog:
                     [(t, *e[:4], int(bool(e[4])), e[5]) for t, entries in batch
                      for e in entries])
             self._trim()
-        except (sqlite3.Error, OSError) as e:
+        except Exception as e:       # sqlite3.Error, OSError; anything else: the same
             self._fail(e)
             return
         if self.lost:
@@ -184,7 +184,7 @@ class ReadLog:
         return True
 
     def _fail(self, e):
-        why = getattr(e, "strerror", None) or str(e)
+        why = getattr(e, "strerror", None) or str(e) or type(e).__name__
         if self.db is not None:
             try:
                 self.db.close()
@@ -197,10 +197,13 @@ class ReadLog:
                      "answered all the same)")
         self.broken = why
 
-    def close(self):
-        """Write what is queued, then stop (tests; the service ends by its signal)."""
-        self.queue.put(None)
-        self.thread.join(10)
+    def close(self, timeout=10.0):
+        """Write what is queued, then stop (the service's end): `timeout` at most."""
+        try:
+            self.queue.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self.thread.join(timeout)
 
 
 def _marks(items):

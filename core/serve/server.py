@@ -172,7 +172,8 @@ class Service:
                 protocol.send_result(f, result)
             else:
                 protocol.send(f, answer)
-            n = len(result) if "result" in answer else answer["kind"]
+            n = answer["kind"] if "result" not in answer else len(
+                result["reads"] if isinstance(result, dict) and "reads" in result else result)
             answer = result = None    # what a big answer held goes before the next read
             log(f"{who}: {op} {_brief(args)} -> {n} in {time.monotonic() - t0:.3f} s")
 
