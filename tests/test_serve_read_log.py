@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from helpers import as_user, have_user, needs_test_user, root
+from helpers import as_user, have_user, needs_test_user, root, shared_tmpdir
 from serve_site import ADMIN, Conversation, Munged, Service, wait_for
 
 pytestmark = [root, needs_test_user,
@@ -78,11 +78,15 @@ def test_an_owner_sees_who_read_their_job_admins_included(service):
     r = query(served, MINE, B, check=False)                       # not theirs: refused
     assert r.returncode == 1 and r.stdout == ""
     served.jobmon("list", user=ADMIN)
+    page = os.path.join(shared_tmpdir(), "read-1.html")
+    served.jobmon("report", MINE, "--html", page, "--no-scheduler", user=ADMIN,
+                  config=served.client_config(served.address))       # over TCP, MUNGE
 
     def has_all(reads):
-        got = {(x["reader"], x["how"], x["allowed"]) for x in reads}
-        return {(A, "query", True), (ADMIN, "query", True), (B, "query", False),
-                (ADMIN, "list", True)} <= got
+        got = {(x["reader"], x["how"], x["allowed"], x["via"]) for x in reads}
+        return {(A, "query", True, "peer"), (ADMIN, "query", True, "peer"),
+                (B, "query", False, "peer"), (ADMIN, "list", True, "peer"),
+                (ADMIN, "report", True, "munge")} <= got
     reads = reads_shown(served, MINE, A, has_all)
     assert all(x["job"] == MINE for x in reads)
     assert all(x["owner"] in (A, None) for x in reads)
