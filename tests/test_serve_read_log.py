@@ -199,7 +199,8 @@ def test_an_unwritable_log_never_fails_a_read(service):
 
 def test_a_full_disk_never_fails_a_read(service):
     """The log's file system fills up while the service runs (a 256 KiB tmpfs): reads go
-    on being answered, the service says once that the log is not being kept."""
+    on being answered, the service says once that the log is not being kept; with room
+    again, it says so and keeps it again."""
     import pathlib
     import pwd
     import shutil
@@ -244,6 +245,16 @@ def test_a_full_disk_never_fails_a_read(service):
             assert json.loads(query(served, MINE, A).stdout)["job"]["user"] == A
         assert served.logged().count("is not being kept") == 1, served.logged()[-3000:]
         assert "full" in served.logged()
+        os.unlink(mnt / "filler")          # room again: kept again, at a read 10 s on
+
+        def kept_again():
+            query(served, THEIRS, B)
+            return "is kept again" in served.logged()
+        wait_for("the log kept again", kept_again, 30)
+        since = time.time()
+        query(served, MINE, ADMIN)
+        reads_shown(served, MINE, A, lambda reads: any(
+            x["reader"] == ADMIN and x["time"] >= since for x in reads))
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
         shutil.rmtree(top, ignore_errors=True)

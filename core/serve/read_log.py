@@ -22,7 +22,7 @@ from ..config.validate import MIN_READ_LOG_BYTES as MIN_BYTES
 QUEUE_BATCHES = 4096       # reads waiting for the writer; past it their entries are lost
 KEEP_FRACTION = 0.8        # past the size cap, the oldest go until this share of it is used
 MAX_SHOWN = 10000          # entries one answer holds, newest first
-RETRY_SECONDS = 30.0       # after a failure, the file is not tried again before this
+RETRY_SECONDS = 10.0       # after a failure, the file is not tried again before this
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS reads (id INTEGER PRIMARY KEY, t REAL NOT NULL,
