@@ -20,7 +20,7 @@ pytestmark = [root, needs_test_user,
                                  "(tests/setup.sh)")]
 
 A, B = "jobmon-test", "jobmon-test2"
-MINE, THEIRS = "read-1", "read-2"
+MINE, THEIRS, PHYS = "read-1", "read-2", "read-3"
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,7 @@ def site(influx_server, tmp_path_factory):
     site.prepare()
     site.run_small_job(MINE, A, 8)
     site.run_small_job(THEIRS, B, 8)
+    site.run_small_job(PHYS, B, 8, ("account=phys",))
     site.ship()
     munged = Munged()
     yield site, munged
@@ -41,8 +42,8 @@ def site(influx_server, tmp_path_factory):
 def service(site):
     started = []
 
-    def start(service_keys=""):
-        s = Service(*site, service_keys=service_keys).start()
+    def start(service_keys="", coordinators=""):
+        s = Service(*site, coordinators=coordinators, service_keys=service_keys).start()
         started.append(s)
         return s
     yield start
@@ -126,6 +127,20 @@ def test_the_log_is_private_to_the_owner_and_the_admins(service):
     # B's refused attempt is in the log, shown to the owner
     reads_shown(served, MINE, A, lambda reads: any(
         x["reader"] == B and not x["allowed"] for x in reads))
+
+
+def test_a_coordinators_reads_show_and_their_scan_notes_nothing_refused(service):
+    """A coordinator of account phys lists jobs: the phys job of another user shows them
+    to its owner; the jobs outside their accounts that the listing scanned were never
+    asked for, and show nobody a refusal."""
+    served = service(coordinators=f"phys: {A}\n")
+    assert PHYS in served.jobmon("list", user=A).stdout
+    reads_shown(served, PHYS, B, lambda reads: (A, "list", True) in {
+        (x["reader"], x["how"], x["allowed"]) for x in reads})
+    served.jobmon("query", THEIRS, "--readers", user=B)       # B's own read of the log
+    assert A not in {x["reader"] for x in readers(served, THEIRS, B)["reads"]}
+    r = readers(served, PHYS, A, check=False)     # the coordinator reads the job, not its log
+    assert r.returncode == 1 and r.stdout == "" and "of yours" in r.stderr
 
 
 def test_entries_past_the_retention_are_dropped(service):

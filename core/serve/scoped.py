@@ -11,9 +11,9 @@ What a connection keeps is bounded: of each record shown, only what its samples 
 by (the store's own keys, its end time), and of the newest MAX_HELD records alone -- an
 older handle is answered "not found", as one never given.
 
-Every record a read finds is noted (`noted(job, owner, allowed)`, jobmon.serve.read_log):
-shown, or refused by the scope; a job asked for by id that gave the caller nothing is
-noted refused with no owner."""
+Every record a read shows is noted (`noted(job, owner, allowed)`, jobmon.serve.read_log),
+and refused by the scope where the caller named it (its id, another user); a job asked for
+by id that gave the caller nothing is noted refused with no owner."""
 from collections import OrderedDict
 
 from ..stores.ids import JobRef
@@ -36,11 +36,14 @@ class ScopedStore:
         self.held = OrderedDict()     # handle -> where the store finds its samples
         self.given = 0
 
-    def _shown(self, records):
+    def _shown(self, records, asked=False):
+        """asked: the caller named these (a job id, another user): those outside the scope
+        are noted refused. A scan's others (a coordinator's list) were never asked for."""
         out = []
         for r in records:
             if not self.scope.allows(r):
-                self.noted(r.get("job"), owner_of(r), False)
+                if asked:
+                    self.noted(r.get("job"), owner_of(r), False)
                 continue
             self.noted(r.get("job"), owner_of(r), True)
             self.given += 1
@@ -65,23 +68,27 @@ class ScopedStore:
     def jobs(self, limit, user=None):
         only = self.scope.only_user
         if user or only is not None or self.scope.admin:
-            return self._shown(self.store.jobs(limit, user=user or only))
+            return self._shown(self.store.jobs(limit, user=user or only), self._named(user))
         # a coordinator: their own jobs, and their accounts' among the newest records
         recs = self.store.jobs(limit, user=self.scope.user)
         recs += [r for r in self.store.jobs(max(limit, COORDINATOR_SCAN))
                  if r.get("user") != self.scope.user]
         recs.sort(key=lambda r: r.get("start_time") or 0, reverse=True)
-        return self._shown(recs)[:limit]
+        return self._shown([r for r in recs if self.scope.allows(r)][:limit])
 
     def records(self, ref, user=None):
-        shown = self._shown(self.store.records(_job_ref(ref), user=user or self.scope.only_user))
+        shown = self._shown(self.store.records(_job_ref(ref), user=user or self.scope.only_user),
+                            asked=True)
         if not shown:
             self.noted(ref["text"], None, False)
         return shown
 
     def summaries(self, since=None, until=None, user=None, fields=None):
         return self._shown(self.store.summaries(since, until, user or self.scope.only_user,
-                                                fields=fields))
+                                                fields=fields), self._named(user))
+
+    def _named(self, user):
+        return bool(user) and user != self.scope.user
 
     def samples(self, handle):
         return self.store.samples(self._noted(self._record(handle)))
@@ -100,7 +107,8 @@ class ScopedStore:
         for a in self.store.actions(since, jobs):
             allowed = self.scope.allows({"user": a.get("user"),
                                          "tags": {"account": a.get("account")}})
-            self.noted(a.get("job"), a.get("user"), allowed)
+            if allowed or jobs:           # refused: only where the caller named the job
+                self.noted(a.get("job"), a.get("user"), allowed)
             if allowed:
                 out.append(a)
         return out
