@@ -3,6 +3,7 @@ cluster runs one), `jobmon serve` as an unprivileged service user holding the si
 config, and the configs its callers use (a Unix socket path, or HOST:PORT with MUNGE)."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -62,7 +63,9 @@ class Munged:
 class Service:
     """`jobmon serve` for `site` (an influx_site.Site): its socket, its TCP port."""
 
-    def __init__(self, site, munged, coordinators=""):
+    def __init__(self, site, munged, coordinators="", service_keys=""):
+        """service_keys: more lines of its [service] section, "{dir}" its directory; the
+        read log's, by default in its directory."""
         from servers import free_port
         self.site, self.munged = site, munged
         self.dir = tempfile.mkdtemp(prefix="jobmon-serve-")
@@ -80,9 +83,13 @@ class Service:
             coord = f'coordinators_file = "{path}"\n'
         with open(site.config) as f:
             base = f.read()
+        service_keys = (service_keys or 'read_log = "{dir}/state/reads.db"\n').replace(
+            "{dir}", self.dir)
+        self.read_log_path = re.search(r'read_log = "([^"]*)"', service_keys).group(1)
         with open(self.config, "w") as f:
             f.write(base + f'[service]\nsocket = "{self.socket}"\nlisten = "{self.address}"\n'
-                    f'munge_socket = "{munged.socket}"\nadmin_group = "{ADMIN_GROUP}"\n{coord}')
+                    f'munge_socket = "{munged.socket}"\nadmin_group = "{ADMIN_GROUP}"\n{coord}'
+                    + service_keys)
         self.log = os.path.join(self.dir, "serve.log")
         self.proc = None
 

@@ -50,6 +50,18 @@ def test_the_services_own_addresses_are_checked(tmp_path, key, value):
     assert r.returncode == 2 and f"service.{key}" in one_line(r)
 
 
+@pytest.mark.parametrize("key, value", [("read_log", '"reads.db"'), ("read_log_days", "0"),
+                                        ("read_log_days", "-1.0"), ("read_log_days", "nan"),
+                                        ("read_log_days", "inf"),
+                                        ("read_log_max_bytes", "1000")])
+def test_the_read_logs_settings_are_checked(tmp_path, key, value):
+    config = tmp_path / "jobmon.toml"
+    config.write_text(f'[service]\n{key} = {value}\n')
+    for args in (["config", "check"], ["serve"]):
+        r = jobmon(config, *args)
+        assert r.returncode == 2 and f"{config}:2: service.{key} " in one_line(r), r.stderr
+
+
 def test_good_addresses_pass(tmp_path):
     for address in ("/run/jobmon/read.sock", "reader.example.org:8650", "[::1]:8650",
                     "10.0.0.1:1"):

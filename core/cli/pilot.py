@@ -28,7 +28,7 @@ def register(app):
         from ..report.pilot_records import PilotNotFound, pilot_account
         from .reading import argv_text, for_reader, open_store, site_config
         from ..printable import clean
-        st = open_store(store)
+        st = open_store(store, "pilot")
         try:
             model = pilot_account(st, argv_text(pilot_id), validated_at,
                                   lambda recs: for_reader(st, recs),

@@ -25,7 +25,7 @@ def breakdown_report(st, records, samples=()):
             "resident_then_bytes": near.get("mem_resident_bytes")}
 
 
-def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
+def find_reports(job_id, store, user=None, run=None, with_scheduler=False, command="query"):
     """(reports, group) for a job id as users type it: one report (the run asked for, else
     the latest) and False; or, for an id that names several jobs (a cluster, an array),
     the latest run of each and True. Claims by other users (jobmon.report.ownership) are
@@ -34,7 +34,7 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False):
     from ..report import runs as runs_
     from ..stores.ids import parse, schedd_of, split_schedd
     job_id, user = argv_text(job_id), argv_text(user)
-    st = open_store(store)
+    st = open_store(store, command)
     ref = parse(job_id)
     records = [r for r in st.records(ref) if not _step_of(r, job_id)]
     job, schedd = split_schedd(job_id)
@@ -182,9 +182,15 @@ def register(app):
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
                                        help="Show what HTCondor or Slurm recorded beside "
                                        "jobmon's figures (condor_history, sacct)."),
+        readers: bool = typer.Option(False, "--readers", help="Show who read this job "
+                                     "through the read service, when and how (yours only; "
+                                     "the admin group: any job's)."),
     ):
         """Show one job: efficiency and advice, memory by every definition, what the
         scheduler recorded, totals, its runs and its samples."""
+        if readers:
+            from .readers import show_readers
+            return show_readers(argv_text(job_id), argv_text(user), store, as_json)
         reports, group = find_reports(job_id, store, user, run, scheduler)
         if group:
             return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
@@ -223,5 +229,5 @@ def register(app):
         """List recent jobs, newest first."""
         from ..render.terminal import show_list
         from ..stores.ids import typed_ids
-        jobs = open_store(store).jobs(limit)
+        jobs = open_store(store, "list").jobs(limit)
         show_list([dict(j, job=typed) for j, typed in zip(jobs, typed_ids(jobs))])

@@ -6,9 +6,10 @@ from typing import Optional
 import typer
 
 
-def open_store(store: Optional[str]):
+def open_store(store: Optional[str], command: Optional[str] = None):
     """The store to read: --store PATH, else the read service when the config names one,
-    else InfluxDB when the config says so, else the embedded default."""
+    else InfluxDB when the config says so, else the embedded default. command: the
+    command reading ("query"), which the read service's log keeps."""
     import os
     from ..stores import store_path
     if store is None:
@@ -18,7 +19,8 @@ def open_store(store: Optional[str]):
             service = cfg["service"]
             if service["address"]:
                 from ..serve.client import RemoteStore
-                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"]))
+                return FriendlyStore(RemoteStore(service["address"], service["munge_socket"],
+                                                 command=command))
             if cfg.uses_influxdb:
                 from ..stores.influx import InfluxStore
                 return FriendlyStore(InfluxStore.from_config(cfg))

@@ -18,7 +18,7 @@ def reconcile(store_arg, since, host, all_hosts, as_json, dry_run):
     from ..report import reconcile as rc
     from .reading import FriendlyStore, open_store, site_config, write_local
     from .report_range import parse_time
-    st = open_store(store_arg)
+    st = open_store(store_arg, "reconcile")
     cfg = site_config()
     influx = isinstance(st, FriendlyStore)
     t0 = parse_time(since, param="--since") if since else None

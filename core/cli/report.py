@@ -18,7 +18,7 @@ def report_job(job_id, html, store=None, user=None, run=None, scheduler=True):
     """One job's HTML report (the run asked for, else the latest) written to `html`
     ("-": standard output); scheduler: with what HTCondor or Slurm recorded."""
     from ..render.html import render
-    reports, group = find_reports(job_id, store, user, run, scheduler)
+    reports, group = find_reports(job_id, store, user, run, scheduler, "report")
     if group:
         jobs = clean(", ".join(sorted(str(r["header"]["job"]) for r in reports)[:10]))
         more = f" and {len(reports) - 10} more" if len(reports) > 10 else ""

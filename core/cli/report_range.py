@@ -80,7 +80,7 @@ def report_range(since="7d", until=None, by="user", user=None, as_json=False, as
     # hourly rollups where the store has them, the rest read an hour at a time
     # (jobmon.report.rollup) and settled as the scheduler says; an embedded store keeps
     # the hours read for the next report
-    st, failed = open_store(store), set()
+    st, failed = open_store(store, "report"), set()
     model = rollup.Report(st, by, lim, argv_text(user), save=True,
                           accounts=pilot_accounts(site_config()),
                           settle=lambda records: for_reader(st, records, scheduler,

@@ -52,7 +52,7 @@ def register(app):
                     raise typer.Exit(1)
         else:
             from .reading import open_store
-            reader = open_store(store)
+            reader = open_store(store, "rollup")
             save = reader.save_rollup
         from ..config.ownership import pilot_accounts
         from .reading import for_reader

@@ -65,7 +65,13 @@ def register(app):
             except MungeError as e:
                 typer.echo(f"jobmon: --listen needs munged: {e}", err=True)
                 raise typer.Exit(2)
-        service = server.Service(opener, policy, munge, store_errors=(InfluxError,))
+        read_log = None
+        if section["read_log"]:
+            from ..serve.read_log import ReadLog
+            read_log = ReadLog(section["read_log"], section["read_log_days"],
+                               section["read_log_max_bytes"], server.log)
+        service = server.Service(opener, policy, munge, store_errors=(InfluxError,),
+                                 read_log=read_log)
         listeners, where = [], []
         try:
             if socket_path:
@@ -78,5 +84,9 @@ def register(app):
             typer.echo(f"jobmon: cannot listen: {e}", err=True)
             raise typer.Exit(1)
         admins = f"admin group {policy.admin_group}" if policy.admin_group else "no admin group"
-        server.log(f"answering on {' and '.join(where)}; reading {what}; {admins}")
+        kept = (f"who read which job kept in {section['read_log']} for "
+                f"{section['read_log_days']:g} days" if read_log else "no read log")
+        server.log(f"answering on {' and '.join(where)}; reading {what}; {admins}; {kept}")
         server.run(service, listeners)
+        if read_log:
+            read_log.close()          # what was read before the signal is written

@@ -79,6 +79,9 @@ SCHEMA = {
         "munge_socket": (str, ""),            # munged's socket ("": libmunge's default)
         "admin_group": (str, ""),             # its members read every user's jobs
         "coordinators_file": (str, ""),       # `ACCOUNT: USER ...` lines: they read its jobs
+        "read_log": (str, "/var/lib/jobmon-serve/reads.db"),  # who read which job ("" none)
+        "read_log_days": (float, 90.0),       # its entries are kept this long
+        "read_log_max_bytes": (int, 64 << 20),   # and its oldest dropped past this size
     },
     **node.SCHEMA, **limits.SCHEMA,                # [limits]: core/config/limits.py
     **actions.SCHEMA,                         # `jobmon act`: core/config/actions.py

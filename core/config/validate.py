@@ -13,6 +13,7 @@ import os
 import stat
 
 MAX_CONFIG_BYTES = 1 << 20       # a site file is a few KiB; more is not a config
+MIN_READ_LOG_BYTES = 64 << 10    # the read log's schema pages and a few hundred entries
 
 
 class NotRegular(OSError):
@@ -103,6 +104,16 @@ def service_problems(values):
         problem = hostport_problem(s["listen"], host_needed=False)
         if problem:
             out.append(("listen", f"service.listen {problem}"))
+    if s["read_log"] and not s["read_log"].startswith("/"):
+        out.append(("read_log", f"service.read_log must be an absolute path, not "
+                                f"{s['read_log']!r}"))
+    if not 0 < s["read_log_days"] < float("inf"):     # `not <`: NaN fails too
+        out.append(("read_log_days", f"service.read_log_days must be a number of days "
+                                     f"greater than 0, not {s['read_log_days']!r}"))
+    if s["read_log_max_bytes"] < MIN_READ_LOG_BYTES:
+        out.append(("read_log_max_bytes", f"service.read_log_max_bytes must be at least "
+                                          f"{MIN_READ_LOG_BYTES}, not "
+                                          f"{s['read_log_max_bytes']!r}"))
     return out
 
 

@@ -32,8 +32,10 @@ def parse_address(address):
 
 
 class RemoteStore(Store):
-    def __init__(self, address, munge_socket="", timeout=30.0):
+    def __init__(self, address, munge_socket="", timeout=30.0, command=None):
+        """command: what the caller runs ("query"), which the service's read log keeps."""
         self.address, self.munge_socket, self.timeout = address, munge_socket, timeout
+        self.command = command
         self.kind, self.where = parse_address(address)
         self.f = None
         self.user = self.reads = None
@@ -93,7 +95,10 @@ class RemoteStore(Store):
     def call(self, op, **args):
         if self.f is None:
             self._connect()
-        answer = self._exchange(self.f, {"op": op, "args": args})
+        request = {"op": op, "args": args}
+        if self.command:
+            request["command"] = self.command
+        answer = self._exchange(self.f, request)
         if "error" in answer:
             raise ServiceError(f"the read service: {answer['error']}")
         return answer["result"]
@@ -124,6 +129,12 @@ class RemoteStore(Store):
 
     def actions(self, since=None, jobs=None):
         return self.call("actions", since=since, jobs=None if jobs is None else sorted(jobs))
+
+    def readers(self, ref, user=None):
+        """Who read the job (the service's read log): {"days", "reads": [...]}."""
+        return self.call("readers", user=user, ref={
+            "text": ref.text, "exact": list(ref.exact), "prefixes": list(ref.prefixes),
+            "global_id": ref.global_id})
 
 
 def _connect_unix(path, timeout):

@@ -4,8 +4,10 @@
   client: {} on the Unix socket, {"munge": CREDENTIAL} over TCP (the credential's
           payload is N)
   server: {"user": NAME, "reads": "own jobs"}  or  {"error": ..., "kind": "refused"}
-  client: {"op": OPERATION, "args": {...}}     (as many as it likes)
-  server: {"result": ...}  or  {"error": ..., "kind": "bad-request" | "not-found" | "store"}
+  client: {"op": OPERATION, "args": {...}, "command": "query"}     (as many as it likes;
+          "command": what the caller runs, kept in the read log, optional)
+  server: {"result": ...}  or  {"error": ..., "kind": "bad-request" | "not-found" | "store"
+          | "not-kept" (readers: the service keeps no read log, or cannot read it)}
 
 There is no query text: an operation is one of the store's reads, by name, with typed
 arguments (OPERATIONS); the service applies the caller's scope to each."""
@@ -144,6 +146,7 @@ OPERATIONS = {
     "samples": {"handle": _count(1, 1 << 62)},
     "breakdowns": {"handle": _count(1, 1 << 62), "last": _optional(_count(1, 1 << 20))},
     "actions": {"since": _optional(_number), "jobs": _optional(_texts(1000, MAX_ID_CHARS))},
+    "readers": {"ref": _ref, "user": _USER},
 }
 REQUIRED = {"limit", "ref", "handle"}
 

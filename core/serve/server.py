@@ -11,6 +11,7 @@ import threading
 import time
 
 from . import gate, identity, protocol
+from .read_log import NotKept, Noter, how_of
 from .scoped import NotFound, ScopedStore
 
 IDLE_SECONDS = 300         # an identified connection silent this long is closed
@@ -25,11 +26,13 @@ def log(text):
 class Service:
     """open_store(): a store for one connection; policy: jobmon.serve.policy.Policy;
     munge: jobmon.serve.munge.Munge, for TCP callers; store_errors: what a store raises
-    when its server fails (answered as such, the connection kept)."""
+    when its server fails (answered as such, the connection kept); read_log:
+    jobmon.serve.read_log.ReadLog, or None where none is kept."""
 
     def __init__(self, open_store, policy, munge=None, store_errors=(),
-                 most=MAX_CONNECTIONS, per_user=MAX_PER_USER):
+                 most=MAX_CONNECTIONS, per_user=MAX_PER_USER, read_log=None):
         self.open_store, self.policy, self.munge = open_store, policy, munge
+        self.read_log = read_log
         self.store_errors = tuple(store_errors)
         self.most, self.per_user = most, per_user
         self.lock = threading.Lock()
@@ -102,9 +105,10 @@ class Service:
                     return
             scope = self.policy.scope(who)
             protocol.send(f, {"user": who.user, "reads": scope.describe()})
-            scoped = ScopedStore(self.open_store(), scope)
+            noter = Noter(self.read_log, who.user, who.via) if self.read_log else None
+            scoped = ScopedStore(self.open_store(), scope, noter and noter.note, self.read_log)
             try:
-                if self.serve(f, who, scoped):
+                if self.serve(f, who, scoped, noter):
                     _drain(conn)
             finally:
                 scoped.close()
@@ -134,7 +138,7 @@ class Service:
             raise identity.Refused("no MUNGE credential")
         return identity.from_munge(self.munge, cred, nonce)
 
-    def serve(self, f, who, scoped):
+    def serve(self, f, who, scoped, noter=None):
         while True:
             try:
                 request = protocol.receive(f, protocol.MAX_REQUEST_BYTES)
@@ -147,22 +151,29 @@ class Service:
                     return True           # the rest of it is still coming
                 continue
             t0 = time.monotonic()
+            if noter:
+                noter.how = how_of(request, op)
             try:
                 result = getattr(scoped, op)(**args)
                 answer = {"result": result}
             except NotFound as e:
                 answer = {"error": str(e), "kind": "not-found"}
+            except NotKept as e:
+                answer = {"error": str(e), "kind": "not-kept"}
             except self.store_errors as e:
                 answer = {"error": str(e), "kind": "store"}
             except Exception as e:     # a fault of the service: say so, keep serving
                 log(f"{who}: {op} failed: {type(e).__name__}: {e}")
                 answer = {"error": "the service failed to answer (see its log)",
                           "kind": "internal"}
+            if noter:
+                noter.flush()         # queued, not written: the answer never waits for it
             if "result" in answer:
                 protocol.send_result(f, result)
             else:
                 protocol.send(f, answer)
-            n = len(result) if "result" in answer else answer["kind"]
+            n = answer["kind"] if "result" not in answer else len(
+                result["reads"] if isinstance(result, dict) and "reads" in result else result)
             answer = result = None    # what a big answer held goes before the next read
             log(f"{who}: {op} {_brief(args)} -> {n} in {time.monotonic() - t0:.3f} s")
 
