@@ -284,3 +284,54 @@ def test_a_source_that_fails_leaves_the_others_publishing(powered):
     finally:
         n.close()
     assert n.proc.stderr.read().count("energy.json: nothing published (IsADirectoryError") == 1
+
+
+@pytest.mark.parametrize("period,seconds", [(1.0, 1), (1.0, 3), (0.5, 2), (1.0, 5)])
+def test_short_jobs_energy_lies_within_its_bound(powered, tmp_path, period, seconds):
+    """Short jobs busy from their first instant (no idling around them): the truth is 25 J
+    of package and 5 J of DRAM energy per CPU-second of the whole job, its CPU before the
+    sampler's first read and before the reader's first reading included, which the figure
+    leaves out and its bound covers. Within the bound, plus 3 % for the recorded counters
+    and /proc/stat, which rise in 20 ms steps of a driver thread (a real node's counters
+    rise smoothly); and the bound is no wider than the CPU time the job had used by its
+    sampler's first read, at 25 J a CPU-second, and 5 % of the figure (docs/energy.md)."""
+    n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start(period=period)
+    try:
+        samples, s, _r = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, str(seconds)])
+    finally:
+        n.close()
+    used = cpu(s)
+    assert used >= seconds
+    for part, per in (("cpu", 25), ("dram", 5)):
+        figure, bound = s[f"{part}_energy_joules"], s[f"{part}_energy_error_joules"]
+        truth = per * used
+        print(f"\n{part}: period {period} s, job {s['wall_seconds']:.2f} s, {used:.2f} CPU s:"
+              f" figure {figure:.2f} J, truth {truth:.2f} J, bound ± {bound:.2f} J")
+        assert abs(figure - truth) <= bound + 0.03 * truth, (part, figure, truth, bound)
+        assert 0 < bound <= per * cpu(samples[0]) + 0.05 * figure, (part, bound, samples[0])
+    assert s["energy_error_joules"] == pytest.approx(
+        s["cpu_energy_error_joules"] + s["dram_energy_error_joules"], abs=0.002)
+    assert s["co2e_error_grams"] == pytest.approx(s["energy_error_joules"] / 3.6e6 * 400,
+                                                  rel=1e-3, abs=2e-6)    # 6 decimals
+    assert s["energy_method"].startswith("cpu,dram: RAPL counters x the job's share of the "
+                                         "node's busy CPU time")
+
+
+def test_a_reader_restart_widens_the_bound_by_the_gap(powered, tmp_path):
+    """The CPU time of a gap where the reader restarted is in no total: the bound covers
+    it at the cost a CPU-second had after it."""
+    n = NodeReader(powered).start(period=0.1)
+    job = subprocess.Popen([JOBMON, "run", "--interval=0.1", "--store=none",
+                            f"--summary={tmp_path}/s.json", "--", "python3", "-c", BUSY, "2"],
+                           env=n.env(), stderr=subprocess.PIPE, text=True)
+    try:
+        n.wait("energy.json", after_seq=n.head("energy.json")["seq"] + 5)
+        n.stop()
+        n.start(period=0.1)
+        job.communicate(timeout=60)
+    finally:
+        n.close()
+    s = json.load(open(f"{tmp_path}/s.json"))
+    truth = 25 * cpu(s)
+    assert s["cpu_energy_joules"] < truth - 2          # the gap's CPU time is not in it
+    assert abs(s["cpu_energy_joules"] - truth) <= s["cpu_energy_error_joules"] + 0.03 * truth
