@@ -335,3 +335,44 @@ def test_a_reader_restart_widens_the_bound_by_the_gap(powered, tmp_path):
     truth = 25 * cpu(s)
     assert s["cpu_energy_joules"] < truth - 2          # the gap's CPU time is not in it
     assert abs(s["cpu_energy_joules"] - truth) <= s["cpu_energy_error_joules"] + 0.03 * truth
+
+
+@pytest.mark.parametrize("step", [0.7, 1.5, 3.0, 100.0])
+def test_the_bound_holds_where_a_cpu_seconds_cost_changes(step):
+    """The apportioning itself (the real EnergyShare), on readings whose truth is known to
+    the joule: the node draws 100 W and 300 W by turns of `step` seconds on 4 busy cores,
+    the job is busy on one core but for 2.2-5.7 s, it is read every 3 s and the reader
+    refreshes every second, so the job's CPU time at each reading is interpolated across
+    a stop and a cost that changed. The truth lies within the bound, the bound within
+    two thirds of the truth; with constant power it is the CPU time before the first
+    reading, at 25 J a CPU-second (docs/energy.md, "Its bound")."""
+    from jobmon.probes.node_energy import EnergyShare
+    dt = 0.0005
+
+    def power(t):
+        return 100.0 if int((t + 10) // step) % 2 == 0 else 300.0
+
+    def rate(t):
+        return 1.0 if t < 2.2 or t >= 5.7 else 0.0
+
+    def integral(f, a, b):
+        n = int(round((b - a) / dt))
+        return sum(f(a + (i + 0.5) * dt) for i in range(n)) * dt
+
+    def reading(t):
+        return {"gen": "g", "mono": t, "rapl": {"cpu": integral(power, -10, t)},
+                "busy_s": 4 * (t + 10), "capacity_s": 8 * (t + 10), "share": "busy",
+                "period": 1.0}
+
+    truth = integral(lambda t: power(t) / 4 * rate(t), 0, 10)
+    e = EnergyShare(None, None)
+    for read, latest in ((0.1, -0.5), (3.1, 2.5), (6.1, 5.5), (9.1, 8.5), (10.0, 9.5)):
+        e.history.append((read, integral(rate, 0, read)))     # as update() does
+        e.take(reading(latest))
+    e.take(reading(10.5))                                    # the one after the end
+    e.finish(10.0)
+    figure, bound = e.joules["cpu"], e.errors["cpu"]
+    assert abs(figure - truth) <= bound + 1e-6, (figure, truth, bound)
+    assert bound <= 2 / 3 * truth, (bound, truth)
+    if step == 100.0:
+        assert bound == pytest.approx(25 * 0.1)
