@@ -40,11 +40,13 @@ _TABLE = {
         monitor_cpu_seconds monitor_read_seconds monitor_errors cut_short reconciled
         cpu_idle_samples elapsed_seconds lost_points sample_gaps sample_gap_seconds
         sample_gap_longest_seconds failed_reads""",
-    ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
-        swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
-        missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top""",
     ("job", "apportioned"): """cpu_energy_joules dram_energy_joules energy_joules
         power_watts""",
+    ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
+        swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
+        missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top
+        cpu_energy_error_joules dram_energy_error_joules energy_error_joules
+        co2e_error_grams""",
     ("job", "derived"): """cpu_cores cpu_cores_avg mem_sizing_peak_bytes mem_sizing_basis
         cpu_pressure_percent cpu_wait_percent mem_pressure_percent io_pressure_percent
         cpu_idle_seconds gpu_unused_seconds cpu_idle_longest_seconds
@@ -56,10 +58,10 @@ _TABLE = {
     ("job", "recorded"): """job user method cores_requested cores_allocated
         mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
         interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
-        scheduler_user ownership pressure_source oom_source energy_parts net_source
+        scheduler_user ownership pressure_source oom_source energy_parts energy_method net_source
         mem_limit_bytes scheduler_memory_bytes scheduler_cpu_seconds batch""",
     ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
-    ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours",
+    ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours gpu_energy_error_joules",
     ("node", "recorded"): "host psi energy_share carbon_intensity",
 }
 NOTES = {

@@ -108,6 +108,10 @@ def test_gpu_memory_utilization_and_energy_of_a_cuda_job(tmp_path, source):
         assert summary["gpu_energy_joules"] == energy[-1]
     else:      # the reader's: interpolated to the job's end, after the last sample
         assert energy[-1] <= summary["gpu_energy_joules"] <= energy[-1] + 700 * 0.5
+    # its bound: the power limit (700 W at most on an H100 or H200) x the time to the
+    # sampler's first read of the counter (nvml); one 0.2 s refresh at each end (reader)
+    bound = summary["gpu_energy_error_joules"]
+    assert 0 < bound <= (700 * 0.5 if source["JOBMON_GPU"] == "nvml" else 2 * 700 * 0.2 * 1.1)
     assert summary["gpu_count"] == 1 and all(s["gpu_count"] == 1 for s in samples)
     assert summary["gpu_samples_missing"] == 0
 

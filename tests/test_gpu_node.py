@@ -373,3 +373,23 @@ def test_energy_needs_a_reading_before_the_start_and_a_counter_that_never_goes_b
     late = Energy(["GPU-a"], t0=10.0)                        # the reader was down at the start
     late.feed({"GPU-a": {"energy_prev": [10.2, 1000], "energy": [11.2, 2000]}})
     assert "before the job started" in late.lost and late.joules() is None
+
+
+@pytest.mark.parametrize("period,seconds", [(1.0, 1), (1.0, 2.5), (0.2, 2), (1.0, 5)])
+def test_short_jobs_gpu_energy_lies_within_its_bound(node, tmp_path, period, seconds):
+    """The recorded 350 W GPU: the truth is 350 W x the job's wall time, from its start
+    (before its sampler's probe was made) to its end. The figure is that within 2 %; the
+    bound, what interpolating the counter at each end can misplace, holds it and is at
+    most one refresh interval's energy at each end (docs/energy.md)."""
+    node.start(period=period)
+    job = gpu_job(node, tmp_path, seconds, lambda pid: {}, CUDA_VISIBLE_DEVICES="1")
+    s = job.summary
+    figure, bound, truth = s["gpu_energy_joules"], s["gpu_energy_error_joules"], \
+        350.0 * s["wall_seconds"]
+    print(f"\ngpu: period {period} s, job {s['wall_seconds']:.2f} s: figure {figure:.1f} J, "
+          f"truth {truth:.1f} J, bound ± {bound:.1f} J")
+    assert abs(figure - truth) <= min(bound, 0.02 * truth), (figure, truth, bound)
+    assert 0 < bound <= 2 * 350.0 * period * 1.05, bound
+    assert s["energy_error_joules"] == bound
+    assert s["energy_method"] == ("gpu: NVML energy counter, interpolated at the job's start "
+                                  "and end between the node reader's readings")

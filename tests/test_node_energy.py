@@ -284,3 +284,95 @@ def test_a_source_that_fails_leaves_the_others_publishing(powered):
     finally:
         n.close()
     assert n.proc.stderr.read().count("energy.json: nothing published (IsADirectoryError") == 1
+
+
+@pytest.mark.parametrize("period,seconds", [(1.0, 1), (1.0, 3), (0.5, 2), (1.0, 5)])
+def test_short_jobs_energy_lies_within_its_bound(powered, tmp_path, period, seconds):
+    """Short jobs busy from their first instant (no idling around them): the truth is 25 J
+    of package and 5 J of DRAM energy per CPU-second of the whole job, its CPU before the
+    sampler's first read and before the reader's first reading included, which the figure
+    leaves out and its bound covers. Within the bound, plus 3 % for the recorded counters
+    and /proc/stat, which rise in 20 ms steps of a driver thread (a real node's counters
+    rise smoothly); and the bound is no wider than the CPU time the job had used by its
+    sampler's first read, at 25 J a CPU-second, and 5 % of the figure (docs/energy.md)."""
+    n = NodeReader(powered, "[node_reader]\ncarbon_intensity = 400\n").start(period=period)
+    try:
+        samples, s, _r = run_job(str(tmp_path), n.env(), ["python3", "-c", BUSY, str(seconds)])
+    finally:
+        n.close()
+    used = cpu(s)
+    assert used >= seconds
+    for part, per in (("cpu", 25), ("dram", 5)):
+        figure, bound = s[f"{part}_energy_joules"], s[f"{part}_energy_error_joules"]
+        truth = per * used
+        print(f"\n{part}: period {period} s, job {s['wall_seconds']:.2f} s, {used:.2f} CPU s:"
+              f" figure {figure:.2f} J, truth {truth:.2f} J, bound ± {bound:.2f} J")
+        assert abs(figure - truth) <= bound + 0.03 * truth, (part, figure, truth, bound)
+        assert 0 < bound <= per * cpu(samples[0]) + 0.05 * figure, (part, bound, samples[0])
+    assert s["energy_error_joules"] == pytest.approx(
+        s["cpu_energy_error_joules"] + s["dram_energy_error_joules"], abs=0.002)
+    assert s["co2e_error_grams"] == pytest.approx(s["energy_error_joules"] / 3.6e6 * 400,
+                                                  rel=1e-3, abs=2e-6)    # 6 decimals
+    assert s["energy_method"].startswith("cpu,dram: RAPL counters x the job's share of the "
+                                         "node's busy CPU time")
+
+
+def test_a_reader_restart_widens_the_bound_by_the_gap(powered, tmp_path):
+    """The CPU time of a gap where the reader restarted is in no total: the bound covers
+    it at the cost a CPU-second had after it."""
+    n = NodeReader(powered).start(period=0.1)
+    job = subprocess.Popen([JOBMON, "run", "--interval=0.1", "--store=none",
+                            f"--summary={tmp_path}/s.json", "--", "python3", "-c", BUSY, "2"],
+                           env=n.env(), stderr=subprocess.PIPE, text=True)
+    try:
+        n.wait("energy.json", after_seq=n.head("energy.json")["seq"] + 5)
+        n.stop()
+        n.start(period=0.1)
+        job.communicate(timeout=60)
+    finally:
+        n.close()
+    s = json.load(open(f"{tmp_path}/s.json"))
+    truth = 25 * cpu(s)
+    assert s["cpu_energy_joules"] < truth - 2          # the gap's CPU time is not in it
+    assert abs(s["cpu_energy_joules"] - truth) <= s["cpu_energy_error_joules"] + 0.03 * truth
+
+
+@pytest.mark.parametrize("step", [0.7, 1.5, 3.0, 100.0])
+def test_the_bound_holds_where_a_cpu_seconds_cost_changes(step):
+    """The apportioning itself (the real EnergyShare), on readings whose truth is known to
+    the joule: the node draws 100 W and 300 W by turns of `step` seconds on 4 busy cores,
+    the job is busy on one core but for 2.2-5.7 s, it is read every 3 s and the reader
+    refreshes every second, so the job's CPU time at each reading is interpolated across
+    a stop and a cost that changed. The truth lies within the bound, the bound within
+    two thirds of the truth; with constant power it is the CPU time before the first
+    reading, at 25 J a CPU-second (docs/energy.md, "Its bound")."""
+    from jobmon.probes.node_energy import EnergyShare
+    dt = 0.0005
+
+    def power(t):
+        return 100.0 if int((t + 10) // step) % 2 == 0 else 300.0
+
+    def rate(t):
+        return 1.0 if t < 2.2 or t >= 5.7 else 0.0
+
+    def integral(f, a, b):
+        n = int(round((b - a) / dt))
+        return sum(f(a + (i + 0.5) * dt) for i in range(n)) * dt
+
+    def reading(t):
+        return {"gen": "g", "mono": t, "rapl": {"cpu": integral(power, -10, t)},
+                "busy_s": 4 * (t + 10), "capacity_s": 8 * (t + 10), "share": "busy",
+                "period": 1.0}
+
+    truth = integral(lambda t: power(t) / 4 * rate(t), 0, 10)
+    e = EnergyShare(None, None)
+    for read, latest in ((0.1, -0.5), (3.1, 2.5), (6.1, 5.5), (9.1, 8.5), (10.0, 9.5)):
+        e.history.append((read, integral(rate, 0, read)))     # as update() does
+        e.take(reading(latest))
+    e.take(reading(10.5))                                    # the one after the end
+    e.finish(10.0)
+    figure, bound = e.joules["cpu"], e.errors["cpu"]
+    assert abs(figure - truth) <= bound + 1e-6, (figure, truth, bound)
+    assert bound <= 2 / 3 * truth, (bound, truth)
+    if step == 100.0:
+        assert bound == pytest.approx(25 * 0.1)

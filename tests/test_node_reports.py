@@ -4,6 +4,7 @@ scope and method. Real jobs on a node reader (a recorded RAPL tree, real BPF cou
 into the embedded store."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -61,7 +62,17 @@ def test_query_shows_each_figure_with_its_scope_and_method(jobs, store):
         ("job", "apportioned")
     assert "share of the CPU time the node used" in rows["cpu_energy_joules"]["note"]
     assert (rows["co2e_grams"]["scope"], rows["co2e_grams"]["method"]) == ("job", "estimated")
-    assert rows["co2e_grams"]["note"] == "at 400 gCO2e/kWh, the site's carbon intensity"
+    assert rows["co2e_grams"]["note"].startswith("at 400 gCO2e/kWh, the site's carbon "
+                                                 "intensity; ± from the energy's bound")
+    # every energy figure with its bound, the summary's, and what the bound leaves out
+    for field in ("cpu_energy_joules", "dram_energy_joules", "energy_joules", "co2e_grams"):
+        bound = field.replace("_joules", "_error_joules").replace("_grams", "_error_grams")
+        assert rows[field]["error"] == doc["summary"][bound] and 0 < rows[field]["error"] \
+            < rows[field]["value"], (field, rows[field])
+    assert "the model (every CPU-second costs the same) is not bounded" in \
+        rows["cpu_energy_joules"]["note"]
+    assert rows["energy_method"]["value"].startswith("cpu,dram: RAPL counters x the job's "
+                                                     "share of the node's busy CPU time")
     assert (rows["net_tx_bytes"]["scope"], rows["net_tx_bytes"]["method"]) == ("job", "exact")
     s = doc["summary"]
     assert rows["net_tx_bytes"]["value"] == s["net_tx_bytes"]
@@ -73,8 +84,12 @@ def test_query_shows_each_figure_with_its_scope_and_method(jobs, store):
     assert "energy and network (scope, method)" in text
     assert "CPU package energy" in text and "job, apportioned" in text
     assert "job, estimated" in text and "gCO2e" in text
+    [line] = [x for x in text.splitlines() if x.startswith("CPU package energy")]
+    assert " J ± " in line, line
+    [line] = [x for x in text.splitlines() if x.startswith("CO2e")]
+    assert " gCO2e ± " in line, line
     csv = jobmon("query", "e1", f"--store={store}", "--csv")
-    assert "e1,node,CPU package energy," in csv and '"job, apportioned; by the job' in csv
+    assert "e1,node,CPU package energy," in csv and '"job, apportioned; ± ' in csv
 
 
 def test_the_html_page_plots_power_and_network_and_says_how(store, tmp_path):
@@ -83,6 +98,7 @@ def test_the_html_page_plots_power_and_network_and_says_how(store, tmp_path):
     html = page.read_text()
     assert 'id="plot-power"' in html and 'id="plot-network"' in html
     assert "Energy and network" in html and "job, apportioned" in html
+    assert re.search(r"<th>CPU package energy</th><td>[0-9.]+ J ± [0-9.]+ m?J</td>", html)
     assert '"field":"power_watts"' in html
 
 
@@ -96,9 +112,17 @@ def test_report_by_account_sums_energy(store):
         assert groups[key]["energy_jobs"] == 1
         assert groups[key]["energy_kwh"] == pytest.approx(s["energy_joules"] / 3.6e6)
         assert groups[key]["co2e_kg"] == pytest.approx(s["co2e_grams"] / 1000)
+        assert groups[key]["energy_error_kwh"] == pytest.approx(
+            s["energy_error_joules"] / 3.6e6)
+        assert groups[key]["co2e_error_kg"] == pytest.approx(s["co2e_error_grams"] / 1000)
+    assert model["total"]["energy_error_kwh"] == pytest.approx(
+        (e1["energy_error_joules"] + e2["energy_error_joules"]) / 3.6e6)
+    assert model["total"]["energy_unbounded_jobs"] == 0
     assert model["total"]["energy_jobs"] == 2
     text = jobmon("report", f"--store={store}", "--by", "account", "--since", "1h")
     assert "energy" in text and "kWh" in text and "2 of 2 job runs measured" in text
+    assert " kWh (GPUs' counters" in text and "± the sum of the runs' bounds, a worst case" \
+        in text and "which the data cannot bound" in text
 
 
 def test_the_card_says_the_energy(store):
@@ -107,6 +131,6 @@ def test_the_card_says_the_energy(store):
     s = json.loads(jobmon("query", "e1", f"--store={store}", "--json"))["summary"]
     lines = card_lines(s)
     [energy] = [x for x in lines if "Energy:" in x]
-    assert "CPU+DRAM apportioned" in energy and "gCO2e" in energy
+    assert "CPU+DRAM apportioned" in energy and "gCO2e ± " in energy and " J ± " in energy
     network = f"Network: sent {size(s['net_tx_bytes'])}, received {size(s['net_rx_bytes'])}"
     assert s["net_tx_bytes"] > 1_000_000 and network in [x.strip() for x in lines], lines

@@ -71,6 +71,8 @@ def varied(n=240, seed=3, t0=T0, span=30 * HOUR):
     for k, (job, summary) in enumerate(out):
         if summary is not None and k % 23 == 4:     # the node's reader had its energy
             summary.update(energy_joules=3.6e6 * k / 100, co2e_grams=30.0 * k)
+            if k % 46 == 4:                         # and its bound (the others: older)
+                summary.update(energy_error_joules=3.6e4 * k / 100, co2e_error_grams=0.3 * k)
     # a job the scheduler confirmed as u1's (reconciled), and another user's record under
     # its id in the same hour: a claim, counted nowhere and listed apart
     own = dict(out[0][0], job="7777", user="u1", start_time=t0 + 6 * HOUR + 60, tags={})
@@ -131,6 +133,10 @@ def check(store, since, until, expect_stored, save=False, claims=("mallory",)):
         ["mallory"] * want["claim_count"]
     assert 0 < want["total"]["unconfirmed"] <= want["jobs"] - len(claims)
     assert want["total"]["energy_jobs"] > 0 and want["total"]["energy_kwh"] > 0
+    # the runs' bounds add up as their energy does; runs without one are counted apart
+    assert 0 < want["total"]["energy_error_kwh"] < want["total"]["energy_kwh"]
+    assert 0 < want["total"]["co2e_error_kg"] < want["total"]["co2e_kg"]
+    assert 0 < want["total"]["energy_unbounded_jobs"] < want["total"]["energy_jobs"]
 
 
 def test_merged_hours_give_the_report_of_every_record_embedded(tmp_path):

@@ -84,6 +84,9 @@ class Session:
                                kernel_peak=kernel_peak)
         if t0 is not None:   # the job started before the sampler was set up
             self.sampler.t0 = self.sampler.last_t = t0
+            started = getattr(probe, "job_started", None)   # its GPUs' energy from there
+            if started is not None:
+                started(t0)
         self.limits = None   # what the kernel holds the job to, read while it runs
         # the exec trampoline started the job from inside its cgroup: for a moment the
         # cgroup held two tasks, the trampoline and the job's first process

@@ -70,6 +70,11 @@ SUMMARY_FIELDS = place((
     ("gpu_util_avg_percent", "%", "percent", "mean of the sampled GPU utilization"),
     ("gpu_mem_peak_bytes", "bytes", "memory", "largest sampled GPU memory of the job's processes"),
     ("gpu_energy_joules", "J", "joules", "energy the job's GPUs used from start to end"),
+    ("gpu_energy_error_joules", "J", "joules",
+     "how far gpu_energy_joules may be off (±): at the start and at the end, the larger "
+     "of the interpolated counter's distances to the readings either side (the counter "
+     "never goes back, so the true one lies between them); JOBMON_GPU=nvml: the GPUs' "
+     "power limit x the time from the job's start to the sampler's first read"),
     ("gpu_samples_missing", "count", "count",
      "samples taken without GPU figures because the node reader was down or its data "
      "older than two refresh periods (never filled in with guesses); null without GPU "
@@ -80,9 +85,24 @@ SUMMARY_FIELDS = place((
     ("cpu_energy_joules", "J", "joules",
      "CPU package energy apportioned to the job, start to end"),
     ("dram_energy_joules", "J", "joules", "DRAM energy apportioned to the job, start to end"),
+    ("cpu_energy_error_joules", "J", "joules",
+     "how far cpu_energy_joules may be off (±) by timing, from the readings: the job's "
+     "CPU time before the node reader's first reading (and in a gap where it restarted) "
+     "at the next interval's cost per CPU-second, and at each reading the job's CPU time "
+     "between its own reads around it x the change in that cost; the model (every "
+     "CPU-second of an interval costs the same) is not in it: the data cannot bound it"),
+    ("dram_energy_error_joules", "J", "joules",
+     "the same for dram_energy_joules (its model, DRAM energy by CPU time, not bounded)"),
     ("energy_joules", "J", "joules",
      "the job's energy, start to end: GPU + CPU package + DRAM, those "
      "there are"),
+    ("energy_error_joules", "J", "joules",
+     "how far energy_joules may be off (±): the sum of its parts' bounds (a worst case), "
+     "absent where a part has none"),
+    ("energy_method", "text", None,
+     "how each part of energy_joules was obtained: the GPUs' counter (interpolated "
+     "between the node reader's readings, or read by the sampler), CPU and DRAM by RAPL "
+     "counters x the job's share of the node's CPU time"),
     ("energy_parts", "text", None,
      "which parts energy_joules holds (gpu, cpu, dram) and why one is "
      "missing (no RAPL on the node, MIG slices have no counter, no node reader)"),
@@ -94,6 +114,10 @@ SUMMARY_FIELDS = place((
      "seconds of the run whose CPU and DRAM energy is not in "
      "the totals (the node reader restarted, its counters began anew)"),
     ("co2e_grams", "gCO2e", "grams", "CO2 equivalent of energy_joules, start to end"),
+    ("co2e_error_grams", "gCO2e", "grams",
+     "how far co2e_grams may be off (±) from the energy's: energy_error_joules at the "
+     "highest intensity of the run, plus, where the intensity changed within the run, the "
+     "energy around each step x the step; the intensity's own error is not in it"),
     ("carbon_intensity", "gCO2e/kWh", "intensity",
      "carbon intensity the job's CO2e was reckoned at "
      "(co2e_grams / energy_joules in kWh; the site's constant or time series)"),

@@ -12,19 +12,36 @@ from .gpu_published import (MAX_AGE_PERIODS, PidMatcher, Published, Untrusted, j
 
 # --- energy: the job's share of each GPU's counter ---
 
-def interpolate(readings, t):
-    """A counter's value at t from [(time, value)] readings either side of t, else None."""
+def bracket(readings, t):
+    """The readings (time, value) just before and just after t (either may be None)."""
     lo = hi = None
     for r in readings:
         if r[0] <= t and (lo is None or r[0] > lo[0]):
             lo = r
         if r[0] >= t and (hi is None or r[0] < hi[0]):
             hi = r
+    return lo, hi
+
+
+def interpolate(readings, t):
+    """A counter's value at t from [(time, value)] readings either side of t, else None."""
+    lo, hi = bracket(readings, t)
     if lo is None or hi is None:
         return None
     if hi[0] == lo[0]:
         return lo[1]
     return lo[1] + (hi[1] - lo[1]) * (t - lo[0]) / (hi[0] - lo[0])
+
+
+def misplaced(readings, t):
+    """How far the interpolated counter at t can be from the true one: the counter never
+    goes back, so at t it lies between the readings either side; the interpolation can
+    be off by the larger of its two distances to them (docs/energy.md, "Its bound")."""
+    lo, hi = bracket(readings, t)
+    v = interpolate(readings, t)
+    if v is None:
+        return None
+    return max(v - lo[1], hi[1] - v)
 
 
 class Energy:
@@ -38,6 +55,7 @@ class Energy:
         self.t0 = t0
         self.readings = {u: [] for u in uuids}
         self.base = None
+        self.base_error = None   # mJ the baseline may be off by (all GPUs)
         self.lost = None      # why the job gets no energy, once it is known
 
     def feed(self, gpus):
@@ -62,6 +80,14 @@ class Energy:
             base = {u: interpolate(rs, self.t0) for u, rs in self.readings.items()}
             if None not in base.values():
                 self.base = base
+                self.base_error = sum(misplaced(rs, self.t0) for rs in self.readings.values())
+
+    def started(self, t0):
+        """The job started at t0, before this probe was made: count from there where no
+        baseline was taken yet and a reading before t0 is still kept."""
+        if self.base is None and not self.lost and t0 < self.t0 and all(
+                any(r[0] <= t0 for r in rs) for rs in self.readings.values()):
+            self.t0 = t0
 
     def joules(self, t=None):
         """Energy from the start to t (None: to the latest reading), or None."""
@@ -74,6 +100,16 @@ class Energy:
                 return None
             total += v - self.base[u]
         return round(total / 1000, 3)
+
+    def error(self, t):
+        """J the energy from the start to t may be off by: the baseline's and t's
+        interpolation, each at most the counter's rise between the readings around it."""
+        if self.lost or self.base is None:
+            return None
+        ends = [misplaced(rs, t) for rs in self.readings.values()]
+        if None in ends:
+            return None
+        return round((self.base_error + sum(ends)) / 1000, 3)
 
     def covers(self, t):
         """True once every GPU has a reading at or after t."""
@@ -107,6 +143,9 @@ class NodeGpuProbe:
     """The main probe's readings plus the GPU fields of jobmon.metrics, from the node
     reader's snapshot. A sample for which no fresh snapshot is there (reader down or
     stale) has no GPU readings: one warning, and the summary counts those samples."""
+
+    energy_method = ("NVML energy counter, interpolated at the job's start and end "
+                     "between the node reader's readings")
 
     def __init__(self, main, published, visible, warn, dev_dir="/dev", clock=time.monotonic):
         self.main = main
@@ -267,7 +306,14 @@ class NodeGpuProbe:
                             "energy runs to the last sample")
         else:
             out["gpu_energy_joules"] = joules
+            out["gpu_energy_error_joules"] = e.error(self.t_end)
         return out
+
+    def job_started(self, t0):
+        """The job's start (monotonic), where it began before this probe was made: its
+        GPUs' energy counts from there."""
+        if self.energy is not None:
+            self.energy.started(t0)
 
     def __getattr__(self, name):       # alive(), pids(), tasks_peak() ...: the main probe's
         return getattr(self.main, name)

@@ -13,6 +13,14 @@ is shared among whatever ran) or its capacity ("capacity": a job pays for the sh
 the node's CPUs it used; the energy of idle CPUs is nobody's), as the site chose. The
 job's CPU time at a reading's instant is interpolated between the job's own reads either
 side of it. docs/energy.md has the method and its error.
+
+The bound (errors, J per part) is the timing part of that error, from the readings: the
+job's CPU time before the first reading (and in a gap where the reader restarted) is
+not apportioned, and costs what a CPU-second cost in the interval after it; at every
+reading, the job's CPU time can fall on either side by as much as it used between its
+own reads around it, which misplaces it by the difference of the two intervals' cost
+per CPU-second. The model itself (every CPU-second of an interval costs the same) is
+not bounded by these data.
 """
 import json
 
@@ -44,6 +52,20 @@ class EnergyShare:
         self.stale = None         # why the latest reading was not used, if it was not
         self.absent = False       # because there is no such file (a reader of GPUs only)
         self.reading = None
+        self.errors = {}          # part -> J the figure may be off by (its timing part)
+        self.rate = None          # part -> J per node CPU-second of the last interval
+        self.width = 0.0          # the job's CPU s either side of the last reading
+        self.pending = None       # CPU s not apportioned before a first reading
+
+    def cpu_bracket(self, t):
+        """(lowest, highest) of the job's CPU seconds at t: its reads either side."""
+        h = self.history
+        if t <= h[0][0]:
+            return (0.0 if t < h[0][0] else h[0][1]), h[0][1]
+        for (t0, c0), (t1, c1) in zip(h, h[1:]):
+            if t <= t1:
+                return c0, c1
+        return h[-1][1], h[-1][1]
 
     def cpu_at(self, t):
         """The job's CPU seconds at t, interpolated between its reads (clamped to them)."""
@@ -90,19 +112,61 @@ class EnergyShare:
         self.share = r["share"]
         node = r["busy_s"] if self.share == "busy" else r["capacity_s"]
         job = self.cpu_at(r["mono"])
+        lo, hi = self.cpu_bracket(r["mono"])
         p = self.prev
         if p is not None and p[0] == r["gen"] and r["mono"] > p[1]:
             share = min(max((job - p[4]) / (node - p[3]), 0.0), 1.0) if node > p[3] else 0.0
+            rate = {}
             for part, j in r["rapl"].items():
-                self.joules[part] = self.joules.get(part, 0.0) + max(j - p[2].get(part, j), 0) * share
+                used = max(j - p[2].get(part, j), 0)
+                self.joules[part] = self.joules.get(part, 0.0) + used * share
+                rate[part] = used / (node - p[3]) if node > p[3] else 0.0
+            self._misplaced(rate)
         elif p is not None:            # another run of the reader: its totals start anew
             self.missing += max(r["mono"] - p[1], 0.0)
+            self.pending = (self.pending or 0.0) + max(hi - p[4], 0.0)
         else:
             self.joules = dict.fromkeys(r["rapl"], 0.0)
+            self.errors = dict.fromkeys(r["rapl"], 0.0)
+            self.pending = hi
+        self.width = hi - lo
         self.prev = (r["gen"], r["mono"], r["rapl"], node, job)
         # later readings come later: only the read just before this one is needed again
         keep = max((i for i, (t, _c) in enumerate(self.history) if t <= r["mono"]), default=0)
         del self.history[:keep]
+
+    def _misplaced(self, rate):
+        """The bound's part of the interval just taken (rate: its J per CPU-second)."""
+        for part, e in rate.items():
+            if self.pending is not None:     # the CPU before the first reading
+                add = self.pending * e
+            elif self.rate is not None:      # the reading between this interval and the last
+                add = self.width * abs(e - self.rate.get(part, e))
+            else:
+                add = 0.0
+            self.errors[part] = self.errors.get(part, 0.0) + add
+        self.pending, self.rate = None, rate
+
+    def average(self):
+        """J per node CPU-second since the reader started (its latest reading): the cost
+        taken where no interval of the job's is there to say."""
+        r, p = self.reading, self.prev
+        node = p[3] if p else 0.0
+        return {part: (j / node if node > 0 else 0.0) for part, j in ((r or {}).get("rapl")
+                                                                       or {}).items()}
+
+    def finish(self, t_end):
+        """The bound's last parts, once the job is over: CPU not apportioned because no
+        interval came after a first reading, or no reading after the job's end."""
+        if self.prev is None or not self.history:
+            return
+        rate = self.rate or self.average()
+        left = self.pending or 0.0
+        if not self.covers(t_end):
+            left += max(self.history[-1][1] - self.prev[4], 0.0)
+        for part, e in rate.items():
+            self.errors[part] = self.errors.get(part, 0.0) + left * e
+        self.pending = None
 
     def covers(self, t):
         return self.prev is not None and self.prev[1] >= t

@@ -7,6 +7,7 @@ import time
 
 from .gpu_published import Published
 from .node_energy import FILE as ENERGY_FILE, EnergyShare, parse as parse_energy
+from .node_bounds import bounds
 from .node_net import FIELDS as NET_FIELDS, FILE as NET_FILE, Counts, NetCounts
 
 KWH = 3.6e6      # J
@@ -29,6 +30,9 @@ class NodeProbe:
         self.gpu_joules = None     # the last GPU energy seen (JOBMON_GPU=nvml: every 10 s)
         self.co2e = 0.0
         self.co2e_known = False
+        self.g_max = None          # the highest intensity the CO2e was reckoned at
+        self.g_step = 0.0          # gCO2e the intensity's steps may misplace
+        self.g_last = None         # (intensity, J of the read before)
         self.total = None          # (time, J, parts) at the last read
         self.t_end = None
         self.warned = set()
@@ -79,8 +83,15 @@ class NodeProbe:
             out["power_watts"] = round((total - last[1]) / (t - last[0]), 3)
         g = self.energy.intensity
         if g is not None:
-            self.co2e += max(total - (last[1] if last else 0.0), 0.0) / KWH * g
+            joules = max(total - (last[1] if last else 0.0), 0.0)
+            self.co2e += joules / KWH * g
             self.co2e_known = True
+            self.g_max = g if self.g_max is None else max(self.g_max, g)
+            if self.g_last is not None and g != self.g_last[0]:
+                # the step fell in this read's interval or the one before (the reader's
+                # refresh that carried it came late): either one's energy at either value
+                self.g_step += (joules + self.g_last[1]) / KWH * abs(g - self.g_last[0])
+            self.g_last = (g, joules)
         if self.co2e_known:
             out["co2e_grams"] = round(self.co2e, 6)
         self.total = (t, total, set(parts))
@@ -100,6 +111,10 @@ class NodeProbe:
         fields.pop("power_watts", None)
         out.update(fields)
         parts = self._parts()
+        out.update(bounds(parts, out, e, self.t_end, getattr(self.main, "energy_method", None)))
+        if "energy_error_joules" in out and self.co2e_known and self.g_max is not None:
+            out["co2e_error_grams"] = round(
+                out["energy_error_joules"] / KWH * self.g_max + self.g_step, 6)
         lacks = [f"no {what}: {why}" for what, why in (("gpu", self._gpu_lacks()),
                                                        ("cpu/dram", e.why)) if why]
         if parts or lacks:
@@ -117,6 +132,11 @@ class NodeProbe:
             out.update(zip(NET_FIELDS, net.last))
         out["net_source"] = (net.source() if net else self.net_why)[:256]
         return out
+
+    def job_started(self, t0):
+        started = getattr(self.main, "job_started", None)
+        if started is not None:
+            started(t0)
 
     def _wait_end(self):
         """Take the reader's refreshes up to one after the job's end, or give up after 1.5

@@ -135,6 +135,12 @@ class Nvml:
         self._call("nvmlDeviceGetTotalEnergyConsumption", h, ctypes.byref(e))
         return e.value
 
+    def power_limit_mw(self, h):
+        """The power limit the driver enforces now, in mW: the most the device draws."""
+        n = ctypes.c_uint()
+        self._call("nvmlDeviceGetEnforcedPowerLimit", h, ctypes.byref(n))
+        return n.value
+
     def process_list(self, h):
         """[(pid, GPU memory bytes or None, gpuInstanceId, computeInstanceId)] of the compute
         and graphics processes on the device (a MIG device handle: on that instance).
@@ -230,7 +236,14 @@ class GpuProbe:
         self.nvml = nvml
         self.devices = devices
         self.energy0 = self._energy()
-        self.energy_at = time.monotonic()
+        self.energy_at = self.energy_at0 = time.monotonic()
+        self.late = None         # s from the job's start to the first energy read
+
+    energy_method = ("NVML energy counter, read by the job's own sampler at its first "
+                     "read and after the job's end")
+
+    def job_started(self, t0):
+        self.late = max(self.energy_at0 - t0, 0.0)
 
     def _energy(self):
         try:
@@ -266,7 +279,16 @@ class GpuProbe:
         return values
 
     def gpu_summary(self):
-        return {"gpu_samples_missing": 0}
+        """The bound of the GPU energy: what the GPUs may have used between the job's
+        start and the first read of their counter, at their power limits."""
+        out = {"gpu_samples_missing": 0}
+        if self.energy0 is not None and self.late is not None and self.devices:
+            try:
+                watts = sum(self.nvml.power_limit_mw(h) for h in self.devices) / 1000
+                out["gpu_energy_error_joules"] = round(watts * self.late, 3)
+            except NvmlError:
+                pass
+        return out
 
     def __getattr__(self, name):       # alive(), pids(), tasks_peak() ...: the main probe's
         return getattr(self.main, name)

@@ -266,7 +266,9 @@ def node_layout(rows):
             for r in rows):
         return None
     body = "".join(
-        (f'<tr><th>{esc(r["name"])}</th><td>{esc(_cell("", r["value"], r.get("unit")))}</td>'
+        (f'<tr><th>{esc(r["name"])}</th><td>{esc(_cell("", r["value"], r.get("unit")))}'
+         + (f' ± {esc(_cell("", r["error"], r.get("unit")))}' if r.get("error") is not None
+            else "") + '</td>'
          f'<td class="how">{esc(r["scope"])}, {esc(r["method"])}</td></tr>'
          if r.get("unit") else    # a text: what is missing and why, how it was counted
          f'<tr class="text"><th>{esc(r["name"])}</th><td class="text" colspan="2">'

@@ -18,7 +18,8 @@ CSV_COLUMNS = ("by", "key", "jobs", "goodput", "badput", "unknown", "unconfirmed
                "mem_efficiency_p10", "mem_efficiency_p50", "mem_efficiency_p90",
                "wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_hours",
                "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours", "energy_jobs",
-               "energy_kwh", "co2e_kg")
+               "energy_kwh", "co2e_kg", "energy_error_kwh", "co2e_error_kg",
+               "energy_unbounded_jobs")
 
 
 def to_json(model):
@@ -116,11 +117,26 @@ def _header(model, console):
         console.print(f"({t['incomplete']:,} of them with data covering too little of the run "
                       "for advice: their figures are counted, their advice withheld)")
     if t.get("energy_jobs"):
-        console.print(f"energy {significant(t['energy_kwh'])} kWh (GPUs' counters, CPU and "
-                      f"DRAM apportioned: docs/energy.md), {t['energy_jobs']:,} of "
-                      f"{t['jobs']:,} job runs measured"
-                      + (f" · {significant(t['co2e_kg'])} kgCO2e (estimated)"
-                         if t["co2e_kg"] else ""))
+        console.print(f"energy {significant(t['energy_kwh'])}{_pm(t, 'energy_error_kwh')} kWh "
+                      f"(GPUs' counters, CPU and DRAM apportioned: docs/energy.md), "
+                      f"{t['energy_jobs']:,} of {t['jobs']:,} job runs measured"
+                      + (f" · {significant(t['co2e_kg'])}{_pm(t, 'co2e_error_kg')} kgCO2e "
+                         "(estimated)" if t["co2e_kg"] else ""))
+        console.print(BOUNDS_SAID + (
+            f"; {t['energy_unbounded_jobs']:,} of the runs have no bound (recorded before "
+            "jobmon gave one): their error is in no ±" if t.get("energy_unbounded_jobs")
+            else ""))
+
+
+# how `jobmon report` adds up the runs' energy bounds (docs/energy.md, "Its bound")
+BOUNDS_SAID = ("± the sum of the runs' bounds, a worst case (their errors may cancel); "
+               "it covers timing, not the model that shares a node's CPU and DRAM energy "
+               "by CPU time, which the data cannot bound")
+
+
+def _pm(g, key):
+    """" ± bound" of a group's sum, where there is one."""
+    return f" ± {significant(g[key])}" if g.get(key) else ""
 
 
 
@@ -189,8 +205,10 @@ def _groups(model, console):
                  percents(g["mem_efficiency_percent"]), hours(g["idle_canonical_core_hours"]),
                  hours(g["idle_gpu_hours"]) if g["gpu_hours"] else "-", str(g["suspects"])]
         if energy:
-            cells += [significant(g["energy_kwh"]) if g["energy_jobs"] else "-",
-                      significant(g["co2e_kg"]) if g["co2e_kg"] else "-"]
+            cells += [significant(g["energy_kwh"]) + _pm(g, "energy_error_kwh")
+                      if g["energy_jobs"] else "-",
+                      significant(g["co2e_kg"]) + _pm(g, "co2e_error_kg")
+                      if g["co2e_kg"] else "-"]
         t.add_row(*cells, style="bold" if g is model["total"] else None)
     console.print(t)
     console.print("* canonical core-hours: 1 core + 2 GiB each, whole units only (OSG)")

@@ -43,6 +43,7 @@ def figure_rows(rep):
              for m in rep.get("memory") or ()]
     rows += [("oom", "story", line, "", "") for line in rep.get("oom") or ()]
     rows += [("node", r["name"], r["value"], r["unit"], f"{r['scope']}, {r['method']}"
+              + (f"; ± {r['error']:g} {r['unit']}" if r.get("error") is not None else "")
               + (f"; {r['note']}" if r.get("note") else "")) for r in rep.get("node") or ()]
     rows += [("advice", a["rule"], a["text"], "", "") for a in rep.get("advice") or ()]
     if sch:

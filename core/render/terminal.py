@@ -183,7 +183,8 @@ def show_node(rows, console):
         t.add_column(overflow="fold", ratio=3)
         for r in figures:
             note = f"; {r['note']}" if r.get("note") else ""
-            t.add_row(esc(r["name"]), human(r["value"], r["unit"]),
+            t.add_row(esc(r["name"]), human(r["value"], r["unit"]) + (
+                f" ± {human(r['error'], r['unit'])}" if r.get("error") is not None else ""),
                       esc(f"{r['scope']}, {r['method']}{note}"))
         console.print(t)
     _hanging(console, [(esc(r["name"]) + ":", esc(r["value"])) for r in rows

@@ -37,8 +37,14 @@ SUMS = ("wall_hours", "provisioned_core_hours", "used_core_hours", "idle_core_ho
         "idle_canonical_core_hours", "gpu_hours", "idle_gpu_hours")
 # the node reader's energy, summed per group from the summaries that have it (energy_jobs
 # of them: a node without a reader gives none): (sum, summary field, factor)
-ENERGY = (("energy_kwh", "energy_joules", 1 / 3.6e6), ("co2e_kg", "co2e_grams", 1e-3))
-SUMMED = SUMS + tuple(e[0] for e in ENERGY) + ("energy_jobs",)
+ENERGY = (("energy_kwh", "energy_joules", 1 / 3.6e6), ("co2e_kg", "co2e_grams", 1e-3),
+          # their bounds add up as the runs' bounds (a worst case: no run's error is
+          # assumed to cancel another's); energy_unbounded_jobs: runs with energy and no
+          # bound (recorded before jobmon gave one), whose error is in no sum
+          ("energy_error_kwh", "energy_error_joules", 1 / 3.6e6),
+          ("co2e_error_kg", "co2e_error_grams", 1e-3))
+SUMMED = SUMS + tuple(e[0] for e in ENERGY[:2]) + ("energy_jobs",) + \
+    tuple(e[0] for e in ENERGY[2:]) + ("energy_unbounded_jobs",)
 
 
 def group_key(record, by):
@@ -122,7 +128,7 @@ class _Group:
         self.unconfirmed = self.local = 0    # runs counted that no scheduler vouched for
         self.incomplete = 0                  # runs whose data covers too little of them
         self.sums = dict.fromkeys(SUMMED, 0.0)
-        self.sums["energy_jobs"] = 0
+        self.sums["energy_jobs"] = self.sums["energy_unbounded_jobs"] = 0
         self.cpu_eff, self.mem_eff = Values(), Values()
 
     def add(self, summary, figures, suspect, verdict=ownership.OWN, held=True, short=False):
@@ -154,6 +160,7 @@ class _Group:
             self.sums[k] += figures.get(k) or 0.0
         if summary.get("energy_joules") is not None:
             self.sums["energy_jobs"] += 1
+            self.sums["energy_unbounded_jobs"] += summary.get("energy_error_joules") is None
         for k, field, factor in ENERGY:
             self.sums[k] += (summary.get(field) or 0.0) * factor
 
@@ -204,6 +211,9 @@ def run_of(records):
     for _k, field, _f in ENERGY:      # every node's share of its own node's energy
         vals = [x[field] for x in summaries if x.get(field) is not None]
         s[field] = sum(vals) if vals else None
+    if any(x.get("energy_joules") is not None and x.get("energy_error_joules") is None
+           for x in summaries):       # a node's energy without a bound: the run has none
+        s["energy_error_joules"] = s["co2e_error_grams"] = None
     f = dict(figs[0])
     for k in SUMS[1:] + ("cores_allocated", "mem_allocated_bytes", "gpus_allocated"):
         vals = [x[k] for x in figs if x.get(k) is not None]

@@ -39,7 +39,8 @@ _allocations = {}
 INPUTS = ("start_time", "end_time", "exit_code", "signal", "wall_seconds", "cpu_user_seconds",
           "cpu_system_seconds", "rss_peak_bytes", "mem_peak_bytes", "gpu_count",
           "gpu_util_avg_percent", "samples", "reconciled", "scheduler_state", "outcome_cause",
-          "cut_short", "energy_joules", "co2e_grams", "ownership", "scheduler_user") + STORED
+          "cut_short", "energy_joules", "co2e_grams", "energy_error_joules", "co2e_error_grams",
+          "ownership", "scheduler_user") + STORED
 
 
 def figures_of(record):

@@ -95,6 +95,9 @@ def combine(summaries):
     for k in LARGEST + SHARES:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = max(vals) if vals else None
+    if any(s.get("energy_joules") is not None and s.get("energy_error_joules") is None
+           for s in summaries):       # a node's energy without a bound: the run has none
+        out["energy_error_joules"] = out["co2e_error_grams"] = None
     for k in node_figures.TEXTS:
         out[k] = next((s[k] for s in summaries if s.get(k)), None)
     codes = [s for s in summaries if s.get("signal") or s.get("exit_code")]

@@ -20,16 +20,51 @@ SHARES = {"busy": "by the job's share of the CPU time the node used (idle power 
                   "whatever ran)",
           "capacity": "by the job's share of all the node's CPU time (idle CPUs' energy is "
                       "nobody's)"}
+# each energy figure's bound (±, the summary's; docs/energy.md "Its bound") and what it is
+ERRORS = {"gpu_energy_joules": "gpu_energy_error_joules",
+          "cpu_energy_joules": "cpu_energy_error_joules",
+          "dram_energy_joules": "dram_energy_error_joules",
+          "energy_joules": "energy_error_joules", "co2e_grams": "co2e_error_grams"}
+MODEL = ("; ± timing only: the model (every CPU-second costs the same) is not bounded by "
+         "the data, tens of percent for one job")
+BOUNDS = {"gpu_energy_joules": "± what the interpolation at the start and the end may "
+                               "misplace (the counter's readings either side of each)",
+          "cpu_energy_joules": "± the CPU time before the node reader's first reading and "
+                               "the readings' interpolation" + MODEL,
+          "dram_energy_joules": "± as the CPU package's; DRAM follows memory traffic, not "
+                                "CPU time: its model is cruder still",
+          "energy_joules": "± the sum of its parts' bounds",
+          "co2e_grams": "± from the energy's bound at the run's highest intensity (and its "
+                        "steps); the intensity's own error is not in it"}
+NO_BOUND = "no ± bound: recorded before jobmon gave one, or a part of it has none"
 # summary fields that are not additive over a multi-node run's nodes: the first node's
-TEXTS = ("energy_share", "energy_parts", "net_source")
-ADDITIVE = tuple(f for f, _l, _u in ROWS) + ("gpu_shared_samples", "energy_missing_seconds")
+TEXTS = ("energy_share", "energy_parts", "energy_method", "net_source")
+ADDITIVE = tuple(f for f, _l, _u in ROWS) + tuple(ERRORS.values()) + (
+    "gpu_shared_samples", "energy_missing_seconds")
 
 
-def _row(name, field, value, unit, note=None, scope=None, method=None):
+def _row(name, field, value, unit, note=None, scope=None, method=None, error=None):
     f = figure(field) or {}
-    return {"name": name, "field": field, "value": value, "unit": unit,
-            "scope": scope or f.get("scope"), "method": method or f.get("method"),
-            "note": note if note is not None else f.get("note")}
+    out = {"name": name, "field": field, "value": value, "unit": unit,
+           "scope": scope or f.get("scope"), "method": method or f.get("method"),
+           "note": note if note is not None else f.get("note")}
+    if field in ERRORS:
+        out["error"] = error
+    return out
+
+
+def _bounded(s, field, note):
+    """The note with what the figure's ± bound is, or that it has none."""
+    if field not in ERRORS:
+        return note
+    if s.get(ERRORS[field]) is None:
+        how = NO_BOUND
+    else:
+        how = BOUNDS[field]
+        if field == "energy_joules" and ("cpu" in (s.get("energy_parts") or "")
+                                         .split(";")[0].split(",")):
+            how += " (CPU and DRAM: timing only, their model not bounded)"
+    return f"{note}; {how}" if note else how
 
 
 def _note(s, field):
@@ -67,8 +102,11 @@ def rows(s, ended=True):
     run, a row saying why energy or network figures are not there ("not available: why"),
     and which part of the energy is missing and why."""
     s = s or {}
-    out = [_row(label, field, s[field], unit, _note(s, field))
+    out = [_row(label, field, s[field], unit, _bounded(s, field, _note(s, field)),
+                error=s.get(ERRORS.get(field, "")))
            for field, label, unit in ROWS if s.get(field) is not None]
+    if s.get("energy_method") and s.get("energy_joules") is not None:
+        out.append(_row("energy method", "energy_method", s["energy_method"], ""))
     parts, source = s.get("energy_parts"), s.get("net_source")
     if s.get("energy_joules") is not None:
         if parts and ";" in parts:          # a part is missing: say which and why

@@ -32,7 +32,7 @@ from .reconcile import GIVE_UP_SECONDS
 
 HOUR, DAY = 3600, 86400
 DAILY = "d:"             # a day's parts: "d:run", "d:by:<dimension>" (its 24 hours merged)
-VERSION = 4          # of the stored form: a rollup of another is made again
+VERSION = 5          # of the stored form: a rollup of another is made again
 LATE_SECONDS = 86400     # an hour younger than this may still get points (a node's shipper
                          # catching up): `jobmon rollup` makes it again
 

@@ -130,8 +130,12 @@ def energy_line(s):
     how = (["GPU counter"] if "gpu" in parts else []) + \
         (["CPU+DRAM apportioned"] if "cpu" in parts or "dram" in parts else [])
     grams = _num(s.get("co2e_grams"))
-    return "; ".join([f"Energy: {energy(joules)}"] + ([", ".join(how)] if how else [])
-                     + ([co2e(grams)] if grams is not None else []))
+    error, grams_error = _num(s.get("energy_error_joules")), _num(s.get("co2e_error_grams"))
+    return "; ".join([f"Energy: {energy(joules)}"
+                      + (f" ± {energy(error)}" if error is not None else "")]
+                     + ([", ".join(how)] if how else [])
+                     + ([co2e(grams) + (f" ± {co2e(grams_error)}" if grams_error is not None
+                                        else "")] if grams is not None else []))
 
 
 def network_line(s):
