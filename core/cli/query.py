@@ -182,10 +182,18 @@ def register(app):
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
                                        help="Show what HTCondor or Slurm recorded beside "
                                        "jobmon's figures (condor_history, sacct)."),
+        like: bool = typer.Option(False, "--like", help="Compare the run with the same "
+                                  "user's earlier runs of the same job script (else the "
+                                  "same command line): side by side with their median."),
+        last: int = typer.Option(5, "--last", "-n", min=1, max=1000, metavar="N",
+                                 help="With --like: how many earlier runs (the latest)."),
     ):
         """Show one job: efficiency and advice, memory by every definition, what the
         scheduler recorded, totals, its runs and its samples."""
         reports, group = find_reports(job_id, store, user, run, scheduler)
+        if like:
+            from .like import show_like
+            return show_like(argv_text(job_id), reports, group, store, last, as_json)
         if group:
             return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
         render_one(reports[0], as_json, as_csv, samples)
