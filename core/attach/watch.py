@@ -75,7 +75,7 @@ class Watch:
         self.refine, self.tags_ready, self.step_name = refine, tags_ready, step_name
         self.next_run = next_run
         self.fingerprint = fingerprint
-        self.unprinted = None     # (identity, monotonic deadline) while fingerprint has said nothing
+        self.unprinted = None     # (identity, deadline) while fingerprint() said nothing
         self.next_cg = None       # the cgroup of the job's next run, seen early
         self.session = None
         self.pidfds = {}          # pid -> pidfd

@@ -1,16 +1,16 @@
 """`jobmon query JOB --like`: the run beside the same user's earlier runs of the same job
-script or command line (jobmon.job.fingerprint), found in the store by their hash."""
+script or command line (jobmon.stores.fingerprint), found in the store by their hash."""
 import typer
 
 from ..printable import clean
 from .reading import open_store
 
 
-def earlier_runs(st, rep, how, last):
+def earlier_runs(st, rep, how, last, report_of):
     """The reports of the `last` latest runs of the user's before `rep`'s run whose `how`
-    hash is its own, newest first (steps left out; each run as `jobmon query` builds it)."""
+    hash is its own, newest first (steps left out; each run as `jobmon query` builds it:
+    report_of(store, [run], None))."""
     from ..report import runs as runs_
-    from .query import _report
     h = rep["header"]
     value = rep["_hashes"][how]
     found = [r for r in st.alike(h["user"], how, value, h["start_time"])
@@ -21,7 +21,7 @@ def earlier_runs(st, rep, how, last):
             if (str(run.job), run.label) != (str(h["job"]), h.get("run")):
                 out.append(run)
     out.sort(key=lambda r: r.start_time, reverse=True)
-    return [_without_records(_report(st, [run], None)) for run in out[:last]]
+    return [_without_records(report_of(st, [run], None)) for run in out[:last]]
 
 
 def _without_records(rep):
@@ -29,8 +29,8 @@ def _without_records(rep):
     return rep
 
 
-def show_like(job_id, reports, group, store, last, as_json):
-    from ..job.fingerprint import of
+def show_like(job_id, reports, group, store, last, as_json, report_of):
+    from ..stores.fingerprint import of
     from ..report.compare import like
     if group:
         typer.echo(f"jobmon: {clean(job_id)!r} names {len(reports)} jobs; --like takes "
@@ -46,7 +46,7 @@ def show_like(job_id, reports, group, store, last, as_json):
                    "a batch script): nothing to match its earlier runs by", err=True)
         raise typer.Exit(1)
     rep["_hashes"] = hashes
-    earlier = earlier_runs(open_store(store), rep, how, last)
+    earlier = earlier_runs(open_store(store), rep, how, last, report_of)
     rep.pop("_hashes")
     model = like(rep, earlier, how)
     if as_json:

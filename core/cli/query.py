@@ -193,7 +193,8 @@ def register(app):
         reports, group = find_reports(job_id, store, user, run, scheduler)
         if like:
             from .like import show_like
-            return show_like(argv_text(job_id), reports, group, store, last, as_json)
+            return show_like(argv_text(job_id), reports, group, store, last, as_json,
+                             _report)
         if group:
             return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
         render_one(reports[0], as_json, as_csv, samples)

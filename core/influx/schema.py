@@ -56,7 +56,7 @@ def _field_type(name):
     return "int" if lp.FIELD_IS_INT[name] else "float"
 
 
-HASHES = ("command_hash", "script_hash")   # jobmon.job.fingerprint's, from the job's tags
+HASHES = ("command_hash", "script_hash")   # jobmon.stores.fingerprint's, from the job's tags
 # fields of the job point that only the shipper and `jobmon reconcile` write, never a
 # job's own spool lines: whose job it is (jobmon.report.ownership)
 SETTLED = ("ownership",)
@@ -146,7 +146,7 @@ def job_line(job, summary=None, lost_points=0, tags=None):
               "command": _command_text(job.get("command") or []),
               "tags": _tags_text(job.get("tags") or {})}
     # what the run ran, as its own fields too: `jobmon query --like` selects by them
-    # (jobmon.job.fingerprint), where the tags' JSON text would have to be searched
+    # (jobmon.stores.fingerprint), where the tags' JSON text would have to be searched
     for k in HASHES:
         v = (job.get("tags") or {}).get(k)
         if isinstance(v, str) and v:

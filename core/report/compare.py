@@ -5,7 +5,7 @@ from the reports jobmon.report.model builds. Read side, standard library only.""
 import math
 import statistics
 
-from ..job import fingerprint
+from ..stores import fingerprint
 from ..render.units import human, short_status
 
 # (key, label, unit): the rows, in the order they are shown

@@ -46,11 +46,11 @@ class Store:
 
     def alike(self, user, key, value, until):
         """The records of `user`'s runs that started before `until` (seconds since the
-        epoch) and ran the same thing: their `key` (jobmon.job.fingerprint.KEYS) is
+        epoch) and ran the same thing: their `key` (jobmon.stores.fingerprint.KEYS) is
         `value`; newest first, as summaries() gives them (steps included). Here: every
         run of the user's before `until`, looked through (a store that can select by the
         hash itself does so)."""
-        from ..job.fingerprint import of
+        from .fingerprint import of
         return [r for r in reversed(self.summaries(None, until, user))
                 if of(r)[key] == value]
 

@@ -86,7 +86,7 @@ def identity(job_ad, machine_ad, environ=os.environ):
         tags["run"] = str(run)
     command = command_parts(job_ad)
     if command:
-        from ...job.fingerprint import digest
+        from ...stores.fingerprint import digest
         tags["command_hash"] = digest(command)
     return Identity(job_id(job_ad), scheduler=SCHEDULER, run=run, tags=tags)
 

@@ -1,4 +1,4 @@
-"""The batch script's hash (jobmon.job.fingerprint): what a Slurm batch job ran, read from
+"""The batch script's hash (jobmon.stores.fingerprint): what a Slurm batch job ran, read from
 slurmd's own copy while the job runs, never stored as text. Standard library only.
 
 slurmd keeps the script as `<SlurmdSpoolDir>/job<id, zero-padded to 5>/slurm_script`,
@@ -6,7 +6,7 @@ owned by the job's user, for as long as the batch step runs, and the batch step'
 runs it by that path: its command line names the file, so the sampler needs no setting
 for where SlurmdSpoolDir is (one per slurmd where a host runs several).
 """
-from ...job.fingerprint import file_digest
+from ...stores.fingerprint import file_digest
 
 
 def script_tags(identity, pids):
