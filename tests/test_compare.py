@@ -159,3 +159,26 @@ def test_like_and_compare_on_influxdb(site):
     peak = rows(model)["mem_peak_bytes"]
     assert peak["subject"] - peak["baseline"] > 12 << 20      # 24 MiB touched against 8
     assert model["same_script"] is None
+
+
+def test_html_pages_escape_what_the_jobs_say(tmp_path):
+    import html
+    store = str(tmp_path / "s.db")
+    hostile = "<script>alert(1)</script>"
+    for job in ("plain", hostile):
+        assert run(store, job, PYTHON, "-c", WORK, "0.1") == 0
+    model = as_json("compare", "plain", hostile, f"--store={store}")
+    page = tmp_path / "c.html"
+    r = jobmon("compare", "plain", hostile, f"--store={store}", f"--html={page}")
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    text = page.read_text()
+    assert hostile not in text and html.escape(hostile) in text
+    assert "script-src" not in text and "<script" not in text     # no script at all
+    assert f'<p class="headline">{html.escape(model["headline"])}</p>' in text
+    for row in model["rows"]:
+        assert f"<td>{html.escape(row['label'])}</td>" in text
+    like = jobmon("query", hostile, "--like", f"--store={store}", "--html=-")
+    assert like.returncode == 0 and "<h2>earlier runs</h2>" in like.stdout
+    assert "<td>plain</td>" in like.stdout and hostile not in like.stdout
+    r = jobmon("query", "plain", f"--store={store}", "--html=x.html")
+    assert r.returncode == 2 and "jobmon report JOBID --html" in r.stderr

@@ -26,6 +26,9 @@ def register(app):
                                    "(a job id as `jobmon query` takes it)."),
         job2: str = typer.Argument(..., metavar="JOB2", help="The run compared with JOB1."),
         as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+        html: Optional[str] = typer.Option(None, "--html", metavar="FILE",
+                                           help="Write it as an HTML page (FILE '-': to "
+                                           "standard output)."),
         store: Optional[str] = typer.Option(None, metavar="PATH", envvar="JOBMON_STORE",
                                             help="Store file (default: the embedded store)."),
         user: Optional[str] = typer.Option(None, "--user", "-u", metavar="NAME",
@@ -44,10 +47,7 @@ def register(app):
         from ..report.compare import compare as build
         reports = [one_report(j, store, user, r, scheduler)
                    for j, r in ((job1, run1), (job2, run2))]
-        model = build(reports)
-        if as_json:
-            import json
-            typer.echo(json.dumps(model, indent=1, default=str))
-        else:
-            from ..render.compare_text import compare_text
-            typer.echo(compare_text(model), nl=False)
+        from ..render.compare_html import compare_page
+        from ..render.compare_text import compare_text
+        from .sidebyside import show
+        show(build(reports), as_json, html, compare_text, compare_page)

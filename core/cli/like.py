@@ -29,7 +29,7 @@ def _without_records(rep):
     return rep
 
 
-def show_like(job_id, reports, group, store, last, as_json, report_of):
+def show_like(job_id, reports, group, store, last, as_json, html, report_of):
     from ..stores.fingerprint import of
     from ..report.compare import like
     if group:
@@ -48,10 +48,7 @@ def show_like(job_id, reports, group, store, last, as_json, report_of):
     rep["_hashes"] = hashes
     earlier = earlier_runs(open_store(store), rep, how, last, report_of)
     rep.pop("_hashes")
-    model = like(rep, earlier, how)
-    if as_json:
-        import json
-        typer.echo(json.dumps(model, indent=1, default=str))
-    else:
-        from ..render.compare_text import like_text
-        typer.echo(like_text(model), nl=False)
+    from ..render.compare_html import like_page
+    from ..render.compare_text import like_text
+    from .sidebyside import show
+    show(like(rep, earlier, how), as_json, html, like_text, like_page)

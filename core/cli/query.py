@@ -187,13 +187,19 @@ def register(app):
                                   "same command line): side by side with their median."),
         last: int = typer.Option(5, "--last", "-n", min=1, max=1000, metavar="N",
                                  help="With --like: how many earlier runs (the latest)."),
+        html: Optional[str] = typer.Option(None, "--html", metavar="FILE",
+                                           help="With --like: write it as an HTML page "
+                                           "(FILE '-': to standard output)."),
     ):
         """Show one job: efficiency and advice, memory by every definition, what the
         scheduler recorded, totals, its runs and its samples."""
+        if html and not like:
+            raise typer.BadParameter("a job's own page is `jobmon report JOBID --html "
+                                     "FILE`; here --html goes with --like", param_hint="--html")
         reports, group = find_reports(job_id, store, user, run, scheduler)
         if like:
             from .like import show_like
-            return show_like(argv_text(job_id), reports, group, store, last, as_json,
+            return show_like(argv_text(job_id), reports, group, store, last, as_json, html,
                              _report)
         if group:
             return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
