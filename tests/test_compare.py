@@ -74,7 +74,7 @@ def test_compare_says_the_wall_grew_because_it_waited_for_a_cpu(tmp_path):
             q[job]["cpu_user_seconds"] + q[job]["cpu_system_seconds"])
         assert r["mem_peak_bytes"][side] == q[job]["rss_peak_bytes"]
     wall = r["wall_seconds"]["subject"] / r["wall_seconds"]["baseline"]
-    assert wall > 1.5, r["wall_seconds"]          # one CPU shared with four spinners
+    assert wall > 1.2, r["wall_seconds"]          # one CPU shared with four spinners
     assert r["wall_seconds"]["ratio"] == pytest.approx(wall)
     assert model["same_script"] == "command_hash"
     # the wall changed most (the work is the same), and the wait says why
@@ -182,3 +182,14 @@ def test_html_pages_escape_what_the_jobs_say(tmp_path):
     assert "<td>plain</td>" in like.stdout and hostile not in like.stdout
     r = jobmon("query", "plain", f"--store={store}", "--html=x.html")
     assert r.returncode == 2 and "jobmon report JOBID --html" in r.stderr
+
+
+def test_two_runs_of_one_job(tmp_path):
+    store = str(tmp_path / "s.db")
+    assert run(store, "again", PYTHON, "-c", WORK, "0.1") == 0
+    assert run(store, "again", PYTHON, "-c", "import sys; sys.exit(3)") == 3
+    model = as_json("compare", "again", "again", "--run1", "1", "--run2", "2",
+                    f"--store={store}")
+    assert [(c["label"], c["end"]) for c in model["columns"]] == [
+        ("again run 1", "exit 0"), ("again run 2", "exit 3")]
+    assert "where again run 1 was" in model["headline"]

@@ -50,4 +50,4 @@ def register(app):
         from ..render.compare_html import compare_page
         from ..render.compare_text import compare_text
         from .sidebyside import show
-        show(build(reports), as_json, html, compare_text, compare_page)
+        show(build(reports, (run1, run2)), as_json, html, compare_text, compare_page)

@@ -190,12 +190,13 @@ def headline(subject, base, name):
     return text + (f": {reason}" if reason else "")
 
 
-def compare(reports):
-    """`jobmon compare JOB1 JOB2`: the second run against the first."""
+def compare(reports, runs=(None, None)):
+    """`jobmon compare JOB1 JOB2`: the second run against the first. runs: the runs asked
+    for (--run1, --run2), which name the columns where one job's runs are compared."""
     cols = [column(r) for r in reports]
     if len({c["label"] for c in cols}) < len(cols):     # one job's two runs
-        cols = [dict(c, label=f"{c['label']} run {c['run']}") if c["run"] else c
-                for c in cols]
+        cols = [dict(c, label=f"{c['label']} run {asked or c['run'] or 'latest'}")
+                for c, asked in zip(cols, runs)]
     base, subject = cols[0], cols[-1]
     return {"kind": "compare", "columns": cols, "subject": subject["label"],
             "baseline": base["label"], "rows": rows(subject, base),
