@@ -193,3 +193,18 @@ def test_two_runs_of_one_job(tmp_path):
     assert [(c["label"], c["end"]) for c in model["columns"]] == [
         ("again run 1", "exit 0"), ("again run 2", "exit 3")]
     assert "where again run 1 was" in model["headline"]
+
+
+def test_a_run_whose_data_covers_little_of_it_is_said(tmp_path):
+    """A sampler held up for 3 s (tests/test_completeness.py): the comparison keeps its
+    figures and says how little of the run its data covers."""
+    from test_completeness import HELD_UP
+    store = str(tmp_path / "s.db")
+    assert run(store, "calm", PYTHON, "-c", HELD_UP, "0") == 0
+    assert run(store, "held", PYTHON, "-c", HELD_UP, "3") == 0
+    model = as_json("compare", "calm", "held", f"--store={store}")
+    held = rows(model)["completeness_percent"]["subject"]
+    assert held < 80
+    assert model["headline"].endswith(f"(held's data covers {held:.0f} % of its run)"), \
+        model["headline"]
+    assert "calm's data" not in model["headline"]

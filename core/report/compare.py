@@ -30,6 +30,7 @@ ROWS = (
     ("cpu_throttled_percent", "CPU quota throttled", "%"),
     ("mem_major_faults", "major page faults", "count"),
     ("procs_max", "processes (peak)", "count"),
+    ("completeness_percent", "data covers", "%"),
 )
 LABELS = {k: label for k, label, _u in ROWS}
 UNITS = {k: u for k, _l, u in ROWS}
@@ -48,6 +49,9 @@ WAITS = (("cpu_pressure_percent", "it waited for a CPU {v} of the time"),
          ("cpu_throttled_percent", "its CPU quota held it back in {v} of its periods"))
 WAIT_POINTS = 5.0
 SAME = 0.10          # changes within 10 % are "about the same"
+# a run whose data covers less than this share of it (jobmon.summary.completeness): the
+# headline says so, as [report] min_completeness_percent's default withholds advice
+THIN_DATA = 80.0
 # how the headline names a figure's change
 NOUNS = {"wall_seconds": "the wall", "cpu_seconds": "the CPU time", "cores_used":
          "the cores used", "mem_peak_bytes": "the memory peak", "swap_peak_bytes":
@@ -186,8 +190,11 @@ def headline(subject, base, name):
     if not said:
         said.append(f"about the same as {name}: no figure changed by more than "
                     f"{SAME * 100:.0f} %")
-    text = ", ".join(said)
-    return text + (f": {reason}" if reason else "")
+    text = ", ".join(said) + (f": {reason}" if reason else "")
+    thin = [f"{c['label']}'s data covers {c['figures']['completeness_percent']:.0f} % of "
+            "its run" for c in (base, subject) if (c["figures"].get(
+                "completeness_percent") or 100) < THIN_DATA]
+    return text + (f" ({'; '.join(thin)})" if thin else "")
 
 
 def compare(reports, runs=(None, None)):
