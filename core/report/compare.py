@@ -192,8 +192,8 @@ def headline(subject, base, name):
                     f"{SAME * 100:.0f} %")
     text = ", ".join(said) + (f": {reason}" if reason else "")
     thin = [f"{c['label']}'s data covers {c['figures']['completeness_percent']:.0f} % of "
-            "its run" for c in (base, subject) if (c["figures"].get(
-                "completeness_percent") or 100) < THIN_DATA]
+            "its run" for c in (base, subject) if c["job"] is not None and (c["figures"].get(
+                "completeness_percent") or 100) < THIN_DATA]    # a median is no run
     return text + (f" ({'; '.join(thin)})" if thin else "")
 
 
