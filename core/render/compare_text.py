@@ -58,8 +58,10 @@ def like_text(model):
     subject = model["columns"][0]
     out = _wrap(model["headline"]) + [""]
     how = "job script" if model["matched_by"] == "script_hash" else "command line"
-    out.append(_cut(f"runs of the same {how} ({model['matched_by']} {model['hash']}) by "
-                    f"{subject.get('user')}: {model['earlier']} earlier", WIDTH))
+    n = model["earlier"]
+    out.append(_cut(f"{n} earlier run{'' if n == 1 else 's'} of the same {how} by "
+                    f"{subject.get('user')}", WIDTH))
+    out.append(f"({model['matched_by']} {model['hash']})")
     out.append(_who(subject))
     if not model["earlier"]:
         return "\n".join(out) + "\n"
