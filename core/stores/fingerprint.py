@@ -4,7 +4,8 @@
 per-job path computes these.
 
   command_hash  the command line: `jobmon run`'s argv; HTCondor's Cmd and Arguments (the
-                job ad's: the argv the starter gives names the job's scratch copy)
+                job ad's: the argv the starter gives names the job's scratch copy); a
+                Slurm job without a batch script: its first task's
   script_hash   the job script's content where the scheduler keeps it: Slurm's batch
                 script (slurmd's copy, `<SlurmdSpoolDir>/job<id>/slurm_script`)
 """
