@@ -59,19 +59,23 @@ class Watch:
 
     def __init__(self, identity, find, opts, warn, stop=None, refine=None,
                  step_name=None, tags_ready=None, next_run=None, own_leaves=(),
-                 task_parent=None):
+                 task_parent=None, fingerprint=None):
         """find() -> JobCgroups or None; refine(identity, environ) -> identity or None
         (None: that process tells nothing); tags_ready(identity) -> True when refining
         is not needed; step_name(dir name) -> step id or None (not a step);
         next_run(identity) -> the identity of the job's next run on this node;
         own_leaves: names of the leaves below each step that hold the scheduler's own
         processes (probe.py); task_parent: the command name of the process that
-        starts a step's tasks (ends.py: what it kills when they end)."""
+        starts a step's tasks (ends.py: what it kills when they end);
+        fingerprint(identity, pids) -> tags that say what the job ran ({} while none of
+        `pids` tells: looked for again at each sample for refine_wait seconds)."""
         self.identity, self.find, self.opts, self.warn = identity, find, opts, warn
         self.own_leaves, self.task_parent = own_leaves, task_parent
         self.stop = stop or Stop()
         self.refine, self.tags_ready, self.step_name = refine, tags_ready, step_name
         self.next_run = next_run
+        self.fingerprint = fingerprint
+        self.unprinted = None     # (identity, deadline) while fingerprint() said nothing
         self.next_cg = None       # the cgroup of the job's next run, seen early
         self.session = None
         self.pidfds = {}          # pid -> pidfd
@@ -134,10 +138,13 @@ class Watch:
         pids = probe.pids()
         start = started(pids, first_seen)   # seen late: count from its first process
         identity = self._identify(ident, first, pids, cg, probe)
+        printed = self.fingerprint(identity, pids) if self.fingerprint else {}
         job = describe_job(identity.job, probe.method, start,
-                           dict(identity.tags, measured="job-cgroup"), [],
+                           dict(identity.tags, measured="job-cgroup", **printed), [],
                            self.opts.interval, identity.scheduler, identity.run)
         tags = job["tags"]                  # the summary and the end point carry these
+        self.unprinted = (identity, time.monotonic() + self.opts.refine_wait) \
+            if self.fingerprint and not printed else None
         # kernel_peak=None: it reaps none of the job's processes, so no per-process
         # high-water mark backs the sampled footprint (the cgroup's own peak sizes the job)
         self.session = Session(job, probe, self._sinks(), self.opts.interval,
@@ -220,6 +227,17 @@ class Watch:
             if not pids and tried:          # over before it said who it is
                 return ident
 
+    def _look_for_print(self, probe, now):
+        """What the job ran, where its first look did not tell (its script's process
+        started later): into its tags, which the end-of-job record carries."""
+        if self.unprinted is None:
+            return
+        identity, deadline = self.unprinted
+        printed = self.fingerprint(identity, probe.pids())
+        self.session.job["tags"].update(printed)
+        if printed or now >= deadline:
+            self.unprinted = None
+
     def _sinks(self):
         o = self.opts
         return open_sinks(o.store, o.out, o.format, self.warn)
@@ -250,6 +268,7 @@ class Watch:
             now = time.monotonic()
             if now >= next_tick:
                 sample = session.tick()
+                self._look_for_print(probe, now)
                 next_tick = max(next_tick + interval, now)
                 if self.steps is not None:
                     self.steps.update()

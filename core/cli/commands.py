@@ -68,3 +68,4 @@ from . import doctor; doctor.register(app)  # noqa: E402,E702
 from . import reconcile; reconcile.register(app)  # noqa: E402,E702
 from . import act; act.register(app)  # noqa: E402,E702
 from . import rollup; rollup.register(app)  # noqa: E402,E702
+from . import compare; compare.register(app)  # noqa: E402,E702

@@ -185,13 +185,28 @@ def register(app):
         readers: bool = typer.Option(False, "--readers", help="Show who read this job "
                                      "through the read service, when and how (yours only; "
                                      "the admin group: any job's)."),
+        like: bool = typer.Option(False, "--like", help="Compare the run with the same "
+                                  "user's earlier runs of the same job script (else the "
+                                  "same command line): side by side with their median."),
+        last: int = typer.Option(5, "--last", "-n", min=1, max=1000, metavar="N",
+                                 help="With --like: how many earlier runs (the latest)."),
+        html: Optional[str] = typer.Option(None, "--html", metavar="FILE",
+                                           help="With --like: write it as an HTML page "
+                                           "(FILE '-': to standard output)."),
     ):
         """Show one job: efficiency and advice, memory by every definition, what the
         scheduler recorded, totals, its runs and its samples."""
         if readers:
             from .readers import show_readers
             return show_readers(argv_text(job_id), argv_text(user), store, as_json)
+        if html and not like:
+            raise typer.BadParameter("a job's own page is `jobmon report JOBID --html "
+                                     "FILE`; here --html goes with --like", param_hint="--html")
         reports, group = find_reports(job_id, store, user, run, scheduler)
+        if like:
+            from .like import show_like
+            return show_like(argv_text(job_id), reports, group, store, last, as_json, html,
+                             _report)
         if group:
             return render_group(argv_text(job_id), reports, as_json, as_csv, samples)
         render_one(reports[0], as_json, as_csv, samples)

@@ -56,6 +56,7 @@ def _field_type(name):
     return "int" if lp.FIELD_IS_INT[name] else "float"
 
 
+HASHES = ("command_hash", "script_hash")   # jobmon.stores.fingerprint's, from the job's tags
 # fields of the job point that only the shipper and `jobmon reconcile` write, never a
 # job's own spool lines: whose job it is (jobmon.report.ownership)
 SETTLED = ("ownership",)
@@ -67,7 +68,8 @@ FIELD_TYPES = {
                  elapsed_seconds="float", method="str"),
     JOB: dict({n: _field_type(n) for n in _SUMMARY_VALUES if n not in SETTLED},
               method="str", command="str", tags="str", start_time="float",
-              interval="float", ended="int", lost_points="int"),
+              interval="float", ended="int", lost_points="int",
+              command_hash="str", script_hash="str"),
 }
 FIELD_TYPES[PROCS] = {"procs_top": "str", "procs": "int", "elapsed_seconds": "float",
                       "window_seconds": "float"}
@@ -143,6 +145,12 @@ def job_line(job, summary=None, lost_points=0, tags=None):
               "interval": job.get("interval"),
               "command": _command_text(job.get("command") or []),
               "tags": _tags_text(job.get("tags") or {})}
+    # what the run ran, as its own fields too: `jobmon query --like` selects by them
+    # (jobmon.stores.fingerprint), where the tags' JSON text would have to be searched
+    for k in HASHES:
+        v = (job.get("tags") or {}).get(k)
+        if isinstance(v, str) and v:
+            values[k] = v[:64]
     if summary:
         values.update({k: summary.get(k) for k in _SUMMARY_VALUES if k not in SETTLED})
         for k in _SUMMARY_TEXTS:   # one type per field, bounded

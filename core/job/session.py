@@ -19,10 +19,15 @@ def user_name(uid=None):
 
 def describe_job(job_id, method, start, tags, command, interval, scheduler="local", run=None):
     """What a sink is told about the job when it opens. run: which run of a job that the
-    scheduler ran more than once (evicted, held and released: 1, 2, ...), else None."""
+    scheduler ran more than once (evicted, held and released: 1, 2, ...), else None.
+    The tags get the command line's hash (jobmon.stores.fingerprint), never its text there."""
+    tags = dict(tags or {})
+    if command and "command_hash" not in tags:   # a plugin's own (HTCondor's Cmd) first
+        from ..stores.fingerprint import digest
+        tags["command_hash"] = digest(command)
     return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
             "host": os.uname().nodename, "user": user_name(), "method": method,
-            "start_time": round(start, 3), "tags": dict(tags or {}), "command": list(command),
+            "start_time": round(start, 3), "tags": tags, "command": list(command),
             "interval": interval, "scheduler": scheduler, "run": run}
 
 

@@ -220,6 +220,18 @@ class InfluxStore(Store):
         return map(_record, self.streamed(
             f'SELECT {cols} FROM "{schema.JOB}"{cond} ORDER BY time'))
 
+    def alike(self, user, key, value, until):
+        """The job points of `user` before `until` whose `key` field (the writer copies
+        the job's hashes into fields of their own: jobmon.influx.schema.job_line) is
+        `value`, newest first: selected by the server."""
+        if key not in schema.HASHES:
+            raise InfluxError(f"no hash field {key!r}")
+        rows = self.streamed(
+            f'SELECT {schema.columns(schema.JOB)} FROM "{schema.JOB}" WHERE '
+            f'"user"::tag = {tag_literal(user)} AND "{key}"::field = {quote_string(value)} '
+            f'AND time < {int(until * 1e9)} ORDER BY time DESC')
+        return [_record(row) for row in rows]
+
     def unreconciled(self, since=None, host=None):
         """Job points not reconciled yet (`jobmon reconcile`: every end-of-job point, and
         the shipper's mark for a run whose end-of-job record never came, has

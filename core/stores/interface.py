@@ -41,6 +41,16 @@ class Store:
         """One record's samples, in time order."""
         raise NotImplementedError
 
+    def alike(self, user, key, value, until):
+        """The records of `user`'s runs that started before `until` (seconds since the
+        epoch) and ran the same thing: their `key` (jobmon.stores.fingerprint.KEYS) is
+        `value`; newest first, as summaries() gives them (steps included). Here: every
+        run of the user's before `until`, looked through (a store that can select by the
+        hash itself does so)."""
+        from .fingerprint import of
+        return [r for r in reversed(self.summaries(None, until, user))
+                if of(r)[key] == value]
+
     def unreconciled(self, since=None, host=None):
         """The records `jobmon reconcile` has yet to settle, started at or after `since`,
         of `host` where the store holds several nodes' (None: all), oldest first: job

@@ -84,7 +84,24 @@ def identity(job_ad, machine_ad, environ=os.environ):
     _put(tags, "pilot", pilot_id(machine_ad))
     if run is not None:
         tags["run"] = str(run)
+    command = command_parts(job_ad)
+    if command:
+        from ...stores.fingerprint import digest
+        tags["command_hash"] = digest(command)
     return Identity(job_id(job_ad), scheduler=SCHEDULER, run=run, tags=tags)
+
+
+def command_parts(job_ad):
+    """[Cmd, Arguments] as submitted (the old syntax's Args where there is no Arguments),
+    or None without a Cmd: the argv the starter gives the wrapper names the job's copy
+    in its scratch directory, another path for every job."""
+    cmd = job_ad.get("Cmd")
+    if not isinstance(cmd, str) or not cmd:
+        return None
+    args = job_ad.get("Arguments")
+    if not isinstance(args, str):
+        args = job_ad.get("Args")
+    return [cmd, args if isinstance(args, str) else ""]
 
 
 def accounting_group(ad):

@@ -194,6 +194,7 @@ def _run(ident, warnings, opts, pid_path, environ, epilog):
         return 0
     from jobmon.cgroups import search as cgroup_search
     from jobmon.attach.watch import Options, Watch
+    from .script import script_tags
     where = cgroup_search.roots()
     wanted = cgroup_names.wanted(environ)
     skip, choose = cgroup_names.skipper(environ), cgroup_names.chooser(environ)
@@ -209,7 +210,8 @@ def _run(ident, warnings, opts, pid_path, environ, epilog):
     watch = Watch(ident, lambda: cgroup_search.find(wanted, skip, choose, where), o, warn,
                   stop=stop, refine=refine, tags_ready=lambda i: not needs_refining(i),
                   step_name=cgroup_names.step_name, next_run=next_run,
-                  own_leaves=cgroup_names.OWN_LEAVES, task_parent=cgroup_names.TASK_PARENT)
+                  own_leaves=cgroup_names.OWN_LEAVES, task_parent=cgroup_names.TASK_PARENT,
+                  fingerprint=script_tags)
     summaries = watch.run()
     from jobmon.sinks.card import after_slurm_job   # the job is over: its report card
     after_slurm_job(summaries, environ, warn)
