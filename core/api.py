@@ -38,7 +38,7 @@ class Monitor:
             warnings.warn(f"jobmon: {msg}")
         probe = open_probe(None, warn, root=os.getpid(), include_root=True)
         job = describe_job(self.job_id, probe.method, time.time(), self.tags,
-                           ["python", "(jobmon.monitor)"], self.interval)
+                           ["python", "(jobmon.monitor)"], self.interval, hashed=False)
         self.job_id = job["job"]
         self._session = Session(job, probe, open_sinks(self.store, self.out, self.fmt, warn),
                                 self.interval, own_process=False)

@@ -4,14 +4,13 @@ job run's self-contained HTML page (plots over time, its figures).
 The command dispatches on its form: with JOBID, one job (report_job); a report over a
 time range of many jobs is a form still to come, beside it.
 """
-import os
-import sys
 from typing import Optional
 
 import typer
 
 from ..printable import clean
 from .query import find_reports
+from .sidebyside import write_page
 
 
 def report_job(job_id, html, store=None, user=None, run=None, scheduler=True):
@@ -26,23 +25,8 @@ def report_job(job_id, html, store=None, user=None, run=None, scheduler=True):
                    "report shows one: give its full id", err=True)
         raise typer.Exit(1)
     page = render(reports[0])
-    if html == "-":
-        sys.stdout.write(page)
-        return
-    tmp = f"{html}.tmp{os.getpid()}"   # a reader never sees half a page
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(page)
-        os.replace(tmp, html)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        typer.echo(f"jobmon: cannot write {html}: {e.strerror}", err=True)
-        raise typer.Exit(1)
-    typer.echo(f"jobmon: wrote {html} ({len(page.encode()) / 1024:.0f} KiB; opens offline "
-               "in any browser)", err=True)
+    write_page(html, page, f" ({len(page.encode()) / 1024:.0f} KiB; opens offline in any "
+               "browser)")
 
 
 def register(app):

@@ -15,8 +15,9 @@ def show(model, as_json, html, text, page):
         typer.echo(text(model), nl=False)
 
 
-def write_page(path, page):
-    """The page into `path`, whole or not at all; "-": standard output."""
+def write_page(path, page, note=""):
+    """The page into `path`, whole or not at all; "-": standard output. `note`: what the
+    line that says it was written adds."""
     import os
     import sys
     if path == "-":
@@ -34,4 +35,4 @@ def write_page(path, page):
             pass
         typer.echo(f"jobmon: cannot write {path}: {e.strerror}", err=True)
         raise typer.Exit(1)
-    typer.echo(f"jobmon: wrote {path}", err=True)
+    typer.echo(f"jobmon: wrote {path}{note}", err=True)

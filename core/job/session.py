@@ -17,12 +17,14 @@ def user_name(uid=None):
         return str(os.getuid() if uid is None else uid)
 
 
-def describe_job(job_id, method, start, tags, command, interval, scheduler="local", run=None):
+def describe_job(job_id, method, start, tags, command, interval, scheduler="local", run=None,
+                 hashed=True):
     """What a sink is told about the job when it opens. run: which run of a job that the
     scheduler ran more than once (evicted, held and released: 1, 2, ...), else None.
-    The tags get the command line's hash (jobmon.stores.fingerprint), never its text there."""
+    The tags get the command line's hash (jobmon.stores.fingerprint), never its text there;
+    hashed False: the command is a name for it, not what ran (the library API)."""
     tags = dict(tags or {})
-    if command and "command_hash" not in tags:   # a plugin's own (HTCondor's Cmd) first
+    if hashed and command and "command_hash" not in tags:   # a plugin's own (HTCondor's Cmd) first
         from ..stores.fingerprint import digest
         tags["command_hash"] = digest(command)
     return {"job": job_id or f"local-{int(start)}-{os.getpid()}",
