@@ -51,7 +51,7 @@ def test_the_command_line_is_stored_as_its_hash(tmp_path):
     one, other = [PYTHON, "-c", WORK, "0.1"], [PYTHON, "-c", WORK, "0.2"]
     for job, cmd in (("a", one), ("b", one), ("c", other)):
         assert run(store, job, *cmd) == 0
-    tags = {j: as_json("query", j, f"--store={store}")["job"]["tags"] for j in "abc"}
+    tags = {j: as_json("query", j, f"--store={store}")["job"]["ran"] for j in "abc"}
     assert tags["a"]["command_hash"] == tags["b"]["command_hash"] == sha(one)
     assert tags["c"]["command_hash"] == sha(other) != sha(one)
 

@@ -99,6 +99,7 @@ def store_calls(store):
         "job": lambda: store.job("4242", user="alice"),
         "unreconciled": lambda: (store.unreconciled(), store.unreconciled(0.0, "wn1")),
         "latest": lambda: store.latest(time.time() - 600),
+        "alike": lambda: store.alike("alice", "command_hash", "0123456789abcdef", time.time()),
         "actions": lambda: (store.actions(), store.actions(0.0, ["4242"])),
         "rollups": lambda: (list(store.rollups(("run", "by:user"), time.time() - 3 * 86400,
                                                time.time())),

@@ -16,6 +16,7 @@ from helpers import (IS_ROOT, JOBMON, PYTHON, TEST_USER, as_user, cgroup_tree, c
                      needs_root, needs_test_user, py, root, shared_tmpdir)
 
 from jobmon import cgroups
+from jobmon.stores.fingerprint import digest
 
 MiB = 1 << 20
 SPIKE = 128 * MiB
@@ -490,8 +491,10 @@ def test_hostile_tags_round_trip(tmp_path):
     q = jobmon("query", "tagged job/1", "--json", f"--store={store}")
     assert q.returncode == 0, q.stderr
     rep = json.loads(q.stdout)
-    assert rep["job"]["tags"] == HOSTILE_TAGS
-    assert rep["summary"]["tags"] == HOSTILE_TAGS
+    # what it ran, as a hash beside them (jobmon.stores.fingerprint)
+    ran = {"command_hash": digest(rep["job"]["command"])}
+    assert rep["job"]["tags"] == HOSTILE_TAGS and rep["job"]["ran"] == ran
+    assert rep["summary"]["tags"] == dict(HOSTILE_TAGS, **ran)
     assert rep["job"]["job"] == "tagged job/1"
 
 

@@ -38,7 +38,8 @@ def show_like(job_id, reports, group, store, last, as_json, html, report_of):
         raise typer.Exit(1)
     rep = reports[0]
     h = rep["header"]
-    hashes = of({"tags": h.get("tags") or {}, "summary": rep.get("summary") or {}})
+    hashes = of({"tags": dict(h.get("tags") or {}, **(h.get("ran") or {})),
+                 "summary": rep.get("summary") or {}})
     how = next((k for k in ("script_hash", "command_hash") if hashes[k]), None)
     if how is None:
         typer.echo(f"jobmon: job {clean(job_id)!r} has no hash of its command or job "

@@ -81,7 +81,7 @@ def column(rep, label=None):
     """One run's column: who and what it is, how it ended, its figures."""
     h, s = rep["header"], rep.get("summary") or {}
     outcome = (rep.get("verdict") or {}).get("outcome") or {}
-    record = {"tags": h.get("tags") or {}, "summary": s}
+    record = {"tags": dict(h.get("tags") or {}, **(h.get("ran") or {})), "summary": s}
     return {"label": label or str(h["job"]), "job": h["job"], "run": h.get("run"),
             "user": h.get("user"), "host": h.get("host"), "start_time": h.get("start_time"),
             "end": short_status(s), "outcome": outcome.get("state"),

@@ -4,6 +4,7 @@ Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
 import time
 
+from ..stores import fingerprint
 from ..summary import completeness, from_samples
 from ..summary.advice import advise
 from ..metrics import STALL_COUNTERS, declared
@@ -204,7 +205,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         "user": ", ".join(run.users), "scheduler": first.get("scheduler"),
         "method": s.get("method") or first.get("method"), "status": status_text(s, state),
         "start_time": run.start_time, "end_time": s.get("end_time"),
-        "command": first.get("command"), "tags": _tags(run.records),
+        "command": first.get("command"), **_tags(run.records),
     }
     s.update(completeness.fields(s))
     advice = advise(dict(s, scheduler=first.get("scheduler"), **eff),
@@ -233,13 +234,16 @@ DEFAULT_CFG = defaults()
 
 
 def _tags(records):
-    """The job's tags: a tag its nodes' records give different values (node) lists them all,
-    sorted, joined by ","."""
+    """{"tags": the job's tags, "ran": the hashes of what it ran (jobmon.stores.fingerprint:
+    no tag anyone gave)}; a tag its nodes' records give different values (node) lists them
+    all, sorted, joined by ","."""
     out = {}
     for r in records:
         for k, v in (r.get("tags") or {}).items():
             out.setdefault(k, set()).add(str(v))
-    return {k: ",".join(sorted(v)) for k, v in out.items()}
+    tags = {k: ",".join(sorted(v)) for k, v in out.items()}
+    return {"tags": {k: v for k, v in tags.items() if k not in fingerprint.KEYS},
+            "ran": {k: v for k, v in tags.items() if k in fingerprint.KEYS}}
 
 
 def _efficiency(s, tags, scheduler, nodes):
