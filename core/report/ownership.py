@@ -19,12 +19,13 @@ the same way in memory by the readers):
                then it is a claim on that job
 
 Read side, standard library only."""
+from .. import schedulers
 from ..config.ownership import is_pilot_account
 from ..stores.ids import schedd_of
 
 OWN, CLAIM, UNCONFIRMED, LOCAL = "own", "claim", "unconfirmed", "local"
 VERDICTS = (OWN, CLAIM, UNCONFIRMED, LOCAL)
-SCHEDULERS = ("htcondor", "slurm")
+SCHEDULERS = schedulers.tags()
 
 
 def stored(record):

@@ -1,0 +1,101 @@
+"""HTCondor as one object (jobmon.schedulers.Scheduler): what core asks of it, found by
+the registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
+interface; each part loads its module when asked.
+"""
+import re
+
+from jobmon.schedulers.interface import Scheduler
+
+# an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
+GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")
+_GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
+_OF_SCHEDD = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+(?:\.\d+)?)")
+
+
+class HTCondor(Scheduler):
+    tag = "htcondor"
+    name = "HTCondor"
+    plugin = "jobmon.plugins.condor"
+    accounting_module = "jobmon.accounting.condor_history"
+    compare_module = "jobmon.accounting.condor_compare"
+    not_yet = ("HTCondor writes a job's history when it leaves the queue; set "
+               "[condor] schedd, history or event_log (docs/htcondor.md)")
+    # Cluster.Proc, a cluster, a GlobalJobId
+    id_pattern = r"\d+(?:\.\d+)?|" + GLOBAL_ID.pattern
+    id_members = (".",)                     # 4711 stands for its cluster's 4711.N too
+    job_env = "_CONDOR_JOB_AD"
+    daemons = ("condor_master", "condor_startd", "condor_starter")
+    doctor_module = "jobmon.plugins.condor.doctor"
+    doctor_tool = "condor_config_val"
+    install_command = "jobmon-condor-setup"
+
+    def pick(self, records, job, run):
+        # a per-run source (epoch, event log) before the job's ad
+        run = int(run) if str(run or "").isdigit() else None
+        return self.accounting().pick(records, job, run)
+
+    def figures(self, r):
+        return [("status", r.status, ""), ("exit", _status(r.exit_code, r.signal), ""),
+                ("wall time (this run)", r.wall_seconds, "s"),
+                ("CPU user + system", _sum(r.cpu_user_seconds, r.cpu_system_seconds), "s"),
+                ("MemoryUsage (polled peak)", r.memory_usage_bytes, "bytes"),
+                ("cores requested / provisioned", _pair(r.request_cpus, r.cpus_provisioned), ""),
+                ("memory requested", r.request_memory_bytes, "bytes"),
+                ("memory provisioned", r.memory_provisioned_bytes, "bytes"),
+                ("runs (NumJobStarts)", r.runs, "count"),
+                ("hold reason", r.hold_reason, ""), ("remove reason", r.remove_reason, ""),
+                ("last eviction", r.vacate_reason, "")]
+
+    def allocation(self, r):
+        return {"cores_requested": r.request_cpus, "cores_allocated": r.cpus_provisioned,
+                "mem_requested_bytes": r.request_memory_bytes,
+                "mem_allocated_bytes": r.memory_provisioned_bytes,
+                "gpus_requested": r.request_gpus, "gpus_allocated": r.gpus_provisioned}
+
+    def global_id(self, text):
+        m = _GLOBAL.fullmatch(text)
+        return (m["job"], text) if m else None
+
+    def lookup_id(self, record, job=None):
+        """A run's GlobalJobId, so that only its own schedd's job of that number answers."""
+        job = job or record.get("job")
+        gid = (record.get("tags") or {}).get("GlobalJobId")
+        if isinstance(gid, str) and GLOBAL_ID.fullmatch(gid) and gid.split("#")[1] == job:
+            return gid
+        return job
+
+    def qualifier(self, record):
+        """The schedd a record's job id is of (the wrapper's `schedd` tag, from the job's
+        GlobalJobId): two schedds' 4711.0 are two jobs."""
+        return (record.get("tags") or {}).get("schedd") or None
+
+    def split_qualified(self, text):
+        """(job id, schedd) of `schedd#4711.0` (or `schedd#4711`); (text, None) otherwise."""
+        m = _OF_SCHEDD.fullmatch(text)
+        return (m["job"], m["schedd"]) if m else (text, None)
+
+    def actions(self, cfg):
+        if not cfg["condor"]["schedd"]:
+            return None
+        from jobmon.actions.condor import Condor
+        return Condor(name=cfg["condor"]["schedd"], allow_opt_out=cfg["actions"]["allow_opt_out"])
+
+    def install(self, argv=None):
+        from . import setup
+        return setup.main(argv)
+
+
+def _status(code, sig):
+    return f"signal {sig}" if sig else None if code is None else f"exit code {code}"
+
+
+def _sum(a, b):
+    return None if a is None and b is None else (a or 0) + (b or 0)
+
+
+def _pair(a, b):
+    return None if a is None and b is None else f"{'-' if a is None else a} / " \
+        f"{'-' if b is None else b}"
+
+
+SCHEDULER = HTCondor()

@@ -1,0 +1,67 @@
+"""Slurm as one object (jobmon.schedulers.Scheduler): what core asks of it, found by the
+registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
+interface; each part loads its module when asked.
+"""
+import shutil
+
+from jobmon.schedulers.interface import Scheduler
+
+
+class Slurm(Scheduler):
+    tag = "slurm"
+    name = "Slurm"
+    plugin = "jobmon.plugins.slurm"
+    accounting_module = "jobmon.accounting.sacct"
+    compare_module = "jobmon.accounting.sacct_compare"
+    not_yet = "sacct lists a job a few seconds after it ends (slurmdbd)"
+    # a job, an array task (12345_7), a heterogeneous component (12345+0)
+    id_pattern = r"\d+(?:[_+]\d+)?"
+    id_members = ("_",)                     # 12345 stands for its array's 12345_N too
+    job_env = "SLURM_JOB_ID"
+    daemons = ("slurmd", "slurmstepd")
+    doctor_module = "jobmon.plugins.slurm.doctor"
+    doctor_tool = "scontrol"
+    install_command = "jobmon-slurm-hooks"
+
+    def cgroup_names(self, environ):
+        from . import cgroup_names as n
+        return {"wanted": n.wanted(environ), "skip": n.skipper(environ),
+                "choose": n.chooser(environ)}
+
+    def figures(self, r):
+        return [("state", r.state, ""), ("exit", _status(r.exit_code, r.signal), ""),
+                ("Elapsed", r.elapsed_seconds, "s"), ("TotalCPU", r.cpu_seconds, "s"),
+                ("MaxRSS (sampled, largest step)", r.max_rss_bytes, "bytes"),
+                ("cores requested / allocated", _pair(r.req_cpus, r.alloc_cpus), ""),
+                ("memory requested", r.req_mem_bytes, "bytes"),
+                ("memory allocated", r.alloc_mem_bytes, "bytes"),
+                ("GPUs allocated", r.alloc_gpus, "count"),
+                ("disk read / written (step leaders)", _pair(r.read_bytes, r.write_bytes), ""),
+                ("cancelled by uid", r.cancelled_by, "")]
+
+    def allocation(self, r):
+        return {"cores_requested": r.req_cpus, "cores_allocated": r.alloc_cpus,
+                "mem_requested_bytes": r.req_mem_bytes, "mem_allocated_bytes": r.alloc_mem_bytes,
+                "gpus_allocated": r.alloc_gpus}
+
+    def actions(self, cfg):
+        if not shutil.which("squeue"):
+            return None
+        from jobmon.actions.slurm import Slurm as Actions
+        return Actions(cfg["actions"]["slurm_action"])
+
+    def install(self, argv=None):
+        from . import install
+        return install.main(argv)
+
+
+def _status(code, sig):
+    return f"signal {sig}" if sig else None if code is None else f"exit code {code}"
+
+
+def _pair(a, b):
+    return None if a is None and b is None else f"{'-' if a is None else a} / " \
+        f"{'-' if b is None else b}"
+
+
+SCHEDULER = Slurm()
