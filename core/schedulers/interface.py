@@ -91,6 +91,10 @@ class Scheduler:
         return text, None
 
     # --- actions (`jobmon act`) -----------------------------------------------------------
+    actions_need = ""       # what `jobmon act` needs to ask it on this host
+    action_texts = {}       # {its action: what it does, in the warning to the job's user}
+    opt_out = ""            # how a job opts out of actions ({id}: the job's id)
+
     def actions(self, cfg):
         """Its jobmon.actions.Scheduler (its word on jobs now, and its action) where this
         host can ask it, else None."""

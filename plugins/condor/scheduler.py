@@ -16,8 +16,8 @@ class HTCondor(Scheduler):
     tag = "htcondor"
     name = "HTCondor"
     plugin = "jobmon.plugins.condor"
-    accounting_module = "jobmon.accounting.condor_history"
-    compare_module = "jobmon.accounting.condor_compare"
+    accounting_module = "jobmon.plugins.condor.accounting.condor_history"
+    compare_module = "jobmon.plugins.condor.accounting.condor_compare"
     not_yet = ("HTCondor writes a job's history when it leaves the queue; set "
                "[condor] schedd, history or event_log (docs/htcondor.md)")
     # Cluster.Proc, a cluster, a GlobalJobId
@@ -25,6 +25,11 @@ class HTCondor(Scheduler):
     id_members = (".",)                     # 4711 stands for its cluster's 4711.N too
     job_env = "_CONDOR_JOB_AD"
     daemons = ("condor_master", "condor_startd", "condor_starter")
+    actions_need = "[condor] schedd"
+    action_texts = {"hold": "held: it stays in the queue, and runs again once you release it "
+                            "(condor_release {id})"}
+    opt_out = ("+JobMonitorActions = false in the submit file, or while it runs: "
+               "condor_qedit {id} JobMonitorActions false")
     doctor_module = "jobmon.plugins.condor.doctor"
     doctor_tool = "condor_config_val"
     install_command = "jobmon-condor-setup"
@@ -77,7 +82,7 @@ class HTCondor(Scheduler):
     def actions(self, cfg):
         if not cfg["condor"]["schedd"]:
             return None
-        from jobmon.actions.condor import Condor
+        from .actions import Condor
         return Condor(name=cfg["condor"]["schedd"], allow_opt_out=cfg["actions"]["allow_opt_out"])
 
     def install(self, argv=None):

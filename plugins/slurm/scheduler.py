@@ -11,14 +11,20 @@ class Slurm(Scheduler):
     tag = "slurm"
     name = "Slurm"
     plugin = "jobmon.plugins.slurm"
-    accounting_module = "jobmon.accounting.sacct"
-    compare_module = "jobmon.accounting.sacct_compare"
+    accounting_module = "jobmon.plugins.slurm.accounting.sacct"
+    compare_module = "jobmon.plugins.slurm.accounting.sacct_compare"
     not_yet = "sacct lists a job a few seconds after it ends (slurmdbd)"
     # a job, an array task (12345_7), a heterogeneous component (12345+0)
     id_pattern = r"\d+(?:[_+]\d+)?"
     id_members = ("_",)                     # 12345 stands for its array's 12345_N too
     job_env = "SLURM_JOB_ID"
     daemons = ("slurmd", "slurmstepd")
+    actions_need = "squeue"
+    action_texts = {"requeuehold": "requeued and held: it goes back to the queue, and runs "
+                                   "again once you release it (scontrol release {id})",
+                    "cancel": "cancelled"}
+    opt_out = ("sbatch --comment=jobmon-actions=no, or while it runs: scontrol update "
+               "JobId={id} Comment=jobmon-actions=no")
     doctor_module = "jobmon.plugins.slurm.doctor"
     doctor_tool = "scontrol"
     install_command = "jobmon-slurm-hooks"
@@ -47,7 +53,7 @@ class Slurm(Scheduler):
     def actions(self, cfg):
         if not shutil.which("squeue"):
             return None
-        from jobmon.actions.slurm import Slurm as Actions
+        from .actions import Slurm as Actions
         return Actions(cfg["actions"]["slurm_action"])
 
     def install(self, argv=None):
