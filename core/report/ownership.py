@@ -21,7 +21,7 @@ the same way in memory by the readers):
 Read side, standard library only."""
 from .. import schedulers
 from ..config.ownership import is_pilot_account
-from ..stores.ids import schedd_of
+from ..stores.ids import instance_of
 
 OWN, CLAIM, UNCONFIRMED, LOCAL = "own", "claim", "unconfirmed", "local"
 VERDICTS = (OWN, CLAIM, UNCONFIRMED, LOCAL)
@@ -69,14 +69,14 @@ def known_owners(records, verdicts):
     owners = {}
     for r in records:
         if verdicts[id(r)] == OWN:
-            owners.setdefault((r.get("job"), schedd_of(r)), set()).update(owners_of(r))
+            owners.setdefault((r.get("job"), instance_of(r)), set()).update(owners_of(r))
     return owners
 
 
 def owners_for(owners, record):
     """The confirmed owners (known_owners) of a record's job; a record without a schedd (a
     `jobmon run`) is under the id of that job on any schedd."""
-    job, schedd = record.get("job"), schedd_of(record)
+    job, schedd = record.get("job"), instance_of(record)
     if schedd is not None:
         return owners.get((job, schedd), set())
     return set().union(*(o for (j, _s), o in owners.items() if j == job))

@@ -8,8 +8,8 @@ from . import canonical
 
 def lookup_id(record, job=None):
     """The id to ask the scheduler for about a record (or a report's header): its job id
-    (`job`, default its own), or the one its scheduler qualifies it by (an HTCondor run's
-    GlobalJobId, so that only its own schedd's job of that number answers)."""
+    (`job`, default its own), or the one its scheduler qualifies it by (a global id, so
+    that only its own instance's job of that number answers)."""
     s = schedulers.find(record.get("scheduler"))
     return s.lookup_id(record, job) if s else job or record.get("job")
 
@@ -23,7 +23,7 @@ def ending(summary, end):
     """The fields of a run's summary that the scheduler's record of that run decides
     (`end`: Record.as_dict()): its outcome where the scheduler says more than the exit
     status jobmon saw (held, removed, evicted, cancelled, timed out, out of memory,
-    preempted, node failure; HTCondor's hold and vacate codes), the scheduler's state, and
+    preempted, node failure; the scheduler's hold and vacate codes), the scheduler's state, and
     whose job the scheduler says it was. None while the scheduler has the run in flight
     (or no record of it): jobmon's own outcome stands. The one rule for `jobmon query`,
     the reports and `jobmon reconcile`, which stores it."""
