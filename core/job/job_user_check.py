@@ -20,10 +20,10 @@ CHECK_USER = "nobody"
 MODULES = {
     "condor": ("jobmon.plugins.condor.wrapper", "jobmon.job.runner", "jobmon.job.session",
                "jobmon.probes.procfs", "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2",
-               "jobmon.sinks.spool", "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
+               "jobmon.sinks.spool", "jobmon.stores.local", "jobmon.plugins.condor.card", "syslog"),
     "slurm": ("jobmon.plugins.slurm.sampler", "jobmon.attach.watch", "jobmon.cgroups.search",
               "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2", "jobmon.sinks.spool",
-              "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
+              "jobmon.stores.local", "jobmon.plugins.slurm.card", "syslog"),
 }
 # run with the interpreter under test; prints "ok", or the files nobody else can read
 PROBE = """import sys

@@ -16,7 +16,7 @@ import subprocess
 
 from .accounting.sacct_json import _n, _state
 from .accounting.sacct_parse import job_value
-from jobmon.sinks.card import comment_asks
+from .card import comment_asks
 from jobmon.actions import ActionError, LiveJob, Scheduler
 
 OPT_OUT_WORD = "jobmon-actions"
