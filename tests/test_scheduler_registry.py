@@ -29,9 +29,9 @@ job/__init__.py job/job_user_check.py job/runner.py job/session.py metrics/summa
 metrics_doc.py node/netcount.py printable.py probes/gpu_published.py probes/nvml.py
 render/html.py render/html_tables.py render/short_ids.py render/structured.py
 render/terminal.py report/aggregate.py report/canonical.py report/job_efficiency.py
-report/model.py report/nodes.py report/ownership.py report/pilot_records.py
+report/nodes.py report/ownership.py report/pilot_records.py
 report/rightsize.py report/runs.py report/verdict.py serve/identity.py serve/munge.py
-ship/lines.py sinks/card.py sinks/card_text.py stores/live.py stores/local.py
+ship/lines.py sinks/card_text.py stores/live.py stores/local.py
 summary/__init__.py summary/advice.py summary/batches.py summary/efficiency.py
 """.split()
 
@@ -143,6 +143,8 @@ def test_accounting_of_htcondor_on_a_real_pools_history(tmp_path):
                       "mem_peak_bytes": 330 << 20}, rec)
     assert [r["field"] for r in rows] == ["cpu_seconds"] and rows[0]["htcondor"] == 13.0
     assert "leaves the queue" in s.not_yet
+    label, row, meaning = s.memory_figure
+    assert figures[row] == rec.memory_usage_bytes and "MemoryUsage" in label + meaning
 
 
 def test_accounting_of_slurm_on_recorded_sacct():
@@ -158,6 +160,8 @@ def test_accounting_of_slurm_on_recorded_sacct():
     assert [(r["field"], r["slurm"]) for r in rows] == [("exit", "exit 0")]
     assert s.lookup_id({"job": "12345_7", "scheduler": "slurm"}) == "12345_7"
     assert "sacct" in s.not_yet
+    label, row, meaning = s.memory_figure
+    assert figures[row] == rec.max_rss_bytes and "MaxRSS" in label + meaning
 
 
 def test_id_syntax_and_qualification():

@@ -63,6 +63,10 @@ class Scheduler:
         mine = [r for r in records if r.job == job and (run is None or (r.run or 1) == run)]
         return max(mine, key=lambda r: r.run or 0) if mine else None
 
+    # its memory figure among jobmon's (the report's memory rows): (row label, the label of
+    # its figures() row that holds it, what it is and how it is measured)
+    memory_figure = ("", "", "")
+
     def figures(self, record):
         """(label, value, unit) rows of what it recorded of a run, for the reports."""
         raise NotImplementedError

@@ -20,6 +20,9 @@ class HTCondor(Scheduler):
     compare_module = "jobmon.plugins.condor.accounting.condor_compare"
     not_yet = ("HTCondor writes a job's history when it leaves the queue; set "
                "[condor] schedd, history or event_log (docs/htcondor.md)")
+    memory_figure = ("HTCondor MemoryUsage", "MemoryUsage (polled peak)",
+                     "HTCondor's MemoryUsage: anon + shmem of the job's cgroup polled every 5 s "
+                     "(summed RSS on procd nodes), in MB: misses peaks between polls")
     # Cluster.Proc, a cluster, a GlobalJobId
     id_pattern = r"\d+(?:\.\d+)?|" + GLOBAL_ID.pattern
     id_members = (".",)                     # 4711 stands for its cluster's 4711.N too

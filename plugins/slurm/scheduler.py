@@ -14,6 +14,9 @@ class Slurm(Scheduler):
     accounting_module = "jobmon.plugins.slurm.accounting.sacct"
     compare_module = "jobmon.plugins.slurm.accounting.sacct_compare"
     not_yet = "sacct lists a job a few seconds after it ends (slurmdbd)"
+    memory_figure = ("Slurm MaxRSS", "MaxRSS (sampled, largest step)",
+                     "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
+                     "anonymous memory only on cgroup v1, page cache included on v2")
     # a job, an array task (12345_7), a heterogeneous component (12345+0)
     id_pattern = r"\d+(?:[_+]\d+)?"
     id_members = ("_",)                     # 12345 stands for its array's 12345_N too
