@@ -25,7 +25,7 @@ actions/actor.py actions/policy.py attach/__init__.py attach/ends.py attach/prob
 attach/steps.py attach/watch.py cgroups/__init__.py cgroups/search.py cli/doctor.py
 cli/live.py cli/query.py cli/reading.py cli/report.py cli/ship.py config/__init__.py
 config/actions.py config/ownership.py doctor/__init__.py doctor/site.py influx/schema.py
-job/__init__.py job/job_user_check.py job/runner.py job/session.py metrics/summary.py
+job/__init__.py job/runner.py job/session.py metrics/summary.py
 metrics_doc.py node/netcount.py printable.py probes/gpu_published.py probes/nvml.py
 render/html.py render/html_tables.py render/short_ids.py render/structured.py
 render/terminal.py report/aggregate.py report/canonical.py report/job_efficiency.py
@@ -110,6 +110,17 @@ def test_identity_from_the_jobs_environment():
     ident = slurm.identify(env)
     assert (ident.job, ident.scheduler) == (env["SLURM_JOB_ID"], "slurm")
     assert env[condor.job_env if condor.job_env in env else slurm.job_env] == env["SLURM_JOB_ID"]
+
+
+def test_per_job_modules_are_the_entry_points_and_import():
+    """What the installers and the doctor check the job's user can import (jobmon.job.
+    job_user_check): the entry point first, every one of them importable."""
+    import importlib
+    for s, entry in ((schedulers.get("htcondor"), "jobmon.plugins.condor.wrapper"),
+                     (schedulers.get("slurm"), "jobmon.plugins.slurm.sampler")):
+        assert s.per_job_modules[0] == entry
+        for m in s.per_job_modules:
+            importlib.import_module(m)
 
 
 def test_cgroup_layout():

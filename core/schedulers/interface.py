@@ -33,6 +33,11 @@ class Scheduler:
     def _plugin(self):
         return importlib.import_module(self.plugin)
 
+    # what its entry point imports as the job's user (the rest of the per-job path is
+    # imported from these, at once or once the job runs): the installers and the doctor
+    # check that the job's user can import them (jobmon.job.job_user_check)
+    per_job_modules = ()
+
     def detect(self, environ):
         """True when `environ` is one of its jobs' (or its hooks')."""
         return self._plugin().detect(environ)

@@ -26,6 +26,10 @@ class HTCondor(Scheduler):
     # Cluster.Proc, a cluster, a GlobalJobId
     id_pattern = r"\d+(?:\.\d+)?|" + GLOBAL_ID.pattern
     id_members = (".",)                     # 4711 stands for its cluster's 4711.N too
+    per_job_modules = ("jobmon.plugins.condor.wrapper", "jobmon.job.runner",
+                       "jobmon.job.session", "jobmon.probes.procfs", "jobmon.probes.cgroup_v1",
+                       "jobmon.probes.cgroup_v2", "jobmon.sinks.spool", "jobmon.stores.local",
+                       "jobmon.plugins.condor.card", "syslog")
     job_env = "_CONDOR_JOB_AD"
     daemons = ("condor_master", "condor_startd", "condor_starter")
     actions_need = "[condor] schedd"

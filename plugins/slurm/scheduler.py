@@ -20,6 +20,10 @@ class Slurm(Scheduler):
     # a job, an array task (12345_7), a heterogeneous component (12345+0)
     id_pattern = r"\d+(?:[_+]\d+)?"
     id_members = ("_",)                     # 12345 stands for its array's 12345_N too
+    per_job_modules = ("jobmon.plugins.slurm.sampler", "jobmon.attach.watch",
+                       "jobmon.cgroups.search", "jobmon.probes.cgroup_v1",
+                       "jobmon.probes.cgroup_v2", "jobmon.sinks.spool", "jobmon.stores.local",
+                       "jobmon.plugins.slurm.card", "syslog")
     job_env = "SLURM_JOB_ID"
     daemons = ("slurmd", "slurmstepd")
     actions_need = "squeue"
