@@ -1,4 +1,5 @@
-"""The Slurm accounting source (jobmon.plugins.slurm.accounting.sacct): recorded output of Slurm 22.05
+"""The Slurm accounting source (jobmon.plugins.slurm.accounting.sacct): recorded output of
+Slurm 22.05
 (tests/fixtures/slurm/sacct) through both parsers, the step aggregation, the comparison
 with jobmon's summary; and live lookups on the test cluster, JSON and text agreeing."""
 import json
@@ -10,7 +11,8 @@ from helpers import fixture
 from jobmon.accounting import AccountingError, load
 from jobmon.plugins.slurm.accounting import sacct, sacct_pyslurm
 from jobmon.plugins.slurm.accounting.sacct_compare import REASONS, compare
-from jobmon.plugins.slurm.accounting.sacct_parse import exit_status, mem_bytes, seconds, tres_dict, when
+from jobmon.plugins.slurm.accounting.sacct_parse import (exit_status, mem_bytes, seconds,
+                                                          tres_dict, when)
 
 MiB = 1 << 20
 JOBS = ("plain", "array", "multistep", "cancelled", "failed", "signal")

@@ -245,7 +245,8 @@ def _tags(records):
 
 def _efficiency(s, tags, scheduler, nodes):
     """The run's efficiency figures; what the scheduler says it was given fills in what
-    jobmon's summary does not know (a request only the scheduler's record has, a multi-node job's total)."""
+    jobmon's summary does not know (a request only the scheduler's record has, a multi-node
+    job's total)."""
     alloc = dict((scheduler or {}).get("allocation") or {})
     if nodes > 1 and s.get("wall_seconds") and alloc.get("cores_allocated"):
         # the job's total cores and GPUs against its nodes' summed CPU; not its memory,
