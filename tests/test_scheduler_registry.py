@@ -25,14 +25,13 @@ actions/actor.py actions/policy.py attach/__init__.py attach/ends.py attach/prob
 attach/steps.py attach/watch.py cgroups/__init__.py cgroups/search.py cli/doctor.py
 cli/live.py cli/query.py cli/reading.py cli/report.py cli/ship.py config/__init__.py
 config/actions.py config/ownership.py doctor/__init__.py doctor/site.py influx/schema.py
-job/__init__.py job/runner.py job/session.py metrics/summary.py
-metrics_doc.py node/netcount.py printable.py probes/gpu_published.py probes/nvml.py
-render/html.py render/html_tables.py render/short_ids.py render/structured.py
-render/terminal.py report/aggregate.py report/canonical.py report/job_efficiency.py
-report/nodes.py report/ownership.py report/pilot_records.py
+job/__init__.py job/runner.py job/session.py metrics/summary.py metrics_doc.py
+node/netcount.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
+render/structured.py render/terminal.py report/aggregate.py report/canonical.py
+report/job_efficiency.py report/nodes.py report/ownership.py report/pilot_records.py
 report/rightsize.py report/runs.py report/verdict.py serve/identity.py serve/munge.py
-ship/lines.py sinks/card_text.py stores/live.py stores/local.py
-summary/__init__.py summary/advice.py summary/batches.py summary/efficiency.py
+ship/lines.py stores/live.py stores/local.py summary/__init__.py summary/advice.py
+summary/batches.py summary/efficiency.py
 """.split()
 
 
@@ -184,6 +183,10 @@ def test_id_syntax_and_qualification():
     assert condor.qualifier({"tags": {"schedd": "ap01"}}) == "ap01"
     assert slurm.qualifier({"tags": {"schedd": "ap01"}}) is None
     assert (condor.id_members, slurm.id_members) == ((".",), ("_",))
+    long = "submit-node.example.org#4711.0#1700000000"
+    assert condor.short_id(long, 16) == "submit-n…#4711.0" and slurm.short_id(long, 16) is None
+    assert condor.short_id(long, 8) is None and condor.short_id("ap01#4711.0#1", 16) == \
+        "ap01#4711.0"
     for s, good, bad in ((condor, ("4711", "4711.0", "ap#1.0#2"), ("12345_7",)),
                          (slurm, ("12345", "12345_7", "12345+0"), ("4711.0",))):
         assert all(re.fullmatch(s.id_pattern, t) for t in good), s

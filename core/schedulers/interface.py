@@ -86,6 +86,11 @@ class Scheduler:
         its instances (HTCondor's GlobalJobId), else None."""
         return None
 
+    def short_id(self, job, width):
+        """A shorter form of one of its ids (cleaned text) that fits `width` columns, for
+        tables; None where it has none (the table keeps the id's head and tail)."""
+        return None
+
     def lookup_id(self, record, job=None):
         """The id to ask its accounting about a record (default the record's job id)."""
         return job or record.get("job")

@@ -9,6 +9,8 @@ from jobmon.schedulers.interface import Scheduler
 # an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
 GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")
 _GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
+# a GlobalJobId as a table shortens it: the schedd's first name, cluster.proc
+_SHORT = re.compile(r"^([^#.]+)[^#]*#(\d+(?:\.\d+)?)#\d+$")
 _OF_SCHEDD = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+(?:\.\d+)?)")
 
 
@@ -67,6 +69,15 @@ class HTCondor(Scheduler):
     def global_id(self, text):
         m = _GLOBAL.fullmatch(text)
         return (m["job"], text) if m else None
+
+    def short_id(self, job, width):
+        """A GlobalJobId as its schedd's first name and cluster.proc (`ap01#4711.0`, the name
+        cut to fit: `submit-no…#4711.0`)."""
+        m = _SHORT.match(job)
+        if m and len(m[2]) + 3 <= width:
+            name, room = m[1], width - len(m[2]) - 1
+            return f"{name}#{m[2]}" if len(name) <= room else f"{name[:room - 1]}…#{m[2]}"
+        return None
 
     def lookup_id(self, record, job=None):
         """A run's GlobalJobId, so that only its own schedd's job of that number answers."""
