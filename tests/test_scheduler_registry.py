@@ -28,10 +28,10 @@ config/actions.py config/ownership.py doctor/__init__.py doctor/site.py influx/s
 job/__init__.py job/runner.py job/session.py metrics/summary.py metrics_doc.py
 node/netcount.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
 render/structured.py render/terminal.py report/aggregate.py report/canonical.py
-report/job_efficiency.py report/nodes.py report/ownership.py report/pilot_records.py
-report/rightsize.py report/runs.py report/verdict.py serve/identity.py serve/munge.py
-ship/lines.py stores/live.py stores/local.py summary/__init__.py summary/advice.py
-summary/batches.py summary/efficiency.py
+report/job_efficiency.py report/nodes.py report/pilot_records.py report/rightsize.py
+report/runs.py report/verdict.py serve/identity.py serve/munge.py ship/lines.py
+stores/local.py summary/__init__.py summary/advice.py summary/batches.py
+summary/efficiency.py
 """.split()
 
 
