@@ -174,6 +174,27 @@ def test_accounting_of_slurm_on_recorded_sacct():
     assert figures[row] == rec.max_rss_bytes and "MaxRSS" in label + meaning
 
 
+def test_outcome_words_classify_recorded_ends():
+    """Each object's states and codes, as jobmon.report.canonical reads them from a real
+    record of each scheduler."""
+    from jobmon.report import canonical
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    assert condor.state_names[5] == "held" and not slurm.state_names
+    assert "pending" in slurm.in_flight and "transferring_output" in condor.in_flight
+    assert (condor.code_cause(1), condor.code_cause(12, 2), condor.code_cause(12),
+            condor.code_cause(1010), condor.code_cause(99999)) == \
+        ("user", "user", "site", "preemption", "unknown")
+    assert slurm.code_cause(1) is None and "removed" not in slurm.state_ends
+    with open(fixture("slurm", "sacct", "cancelled.json")) as f:
+        (rec,) = slurm.accounting().records_from_json(json.load(f))
+    c = canonical.classify(canonical.run_end(None, rec.as_dict()))
+    assert (c.outcome, c.cause) == ("badput", "user") and c.reason.startswith(
+        slurm.state_ends["cancelled"][1])
+    held = {"status": 5, "hold_code": 1, "hold_reason": "via condor_hold", "run": 1}
+    c = canonical.classify(canonical.run_end(None, held))
+    assert (c.outcome, c.cause) == ("badput", "user") and "held (code 1)" in c.reason
+
+
 def test_id_syntax_and_qualification():
     condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
     assert condor.global_id("ap01#4711.0#1700000000") == ("4711.0", "ap01#4711.0#1700000000")

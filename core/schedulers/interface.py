@@ -80,6 +80,17 @@ class Scheduler:
         """What it says the run asked for and was given, in jobmon's field names."""
         raise NotImplementedError
 
+    # --- outcome (how a run ended: jobmon.report.canonical's words) ------------------------
+    state_names = {}        # {number: state} where its records may give a state as a number
+    in_flight = ()          # its states of a run that is not over yet
+    state_ends = {}         # {state: (cause, reason)} of the ends its state alone decides;
+    #                         cause: "user", "site", "preemption" or "unknown"
+
+    def code_cause(self, code, subcode=None):
+        """Whose doing one of its hold or vacate codes is ("user", "site", "preemption",
+        "unknown"), or None where it has no such codes."""
+        return None
+
     # --- ids ----------------------------------------------------------------------------
     def global_id(self, text):
         """(job id, the id itself) when `text` is an id that names one submission across

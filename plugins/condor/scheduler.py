@@ -9,6 +9,16 @@ from jobmon.schedulers.interface import Scheduler
 # an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
 GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")
 _GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
+# HTCondor's HoldReasonCode and VacateReasonCode tables (codes below 1000 are hold codes
+# in both) -> whose doing; codes in neither set: not known
+_USER_CODES = {1, 3, 4, 5, 14, 15, 16, 20, 22, 25, 26, 32, 33, 34, 35, 36, 37, 43, 44, 46, 47,
+               1000, 1004, 1023}
+_SITE_CODES = {6, 11, 17, 18, 19, 21, 23, 24, 27, 38, 39, 40, 41, 42, 45, 48,
+               1002, 1003, 1006, 1007, 1008, 1012, 1020, 1021, 1024, 1026, 1027, 1028,
+               1031, 1032, 1033, 1034, 1035, 1036}
+_PREEMPTION_CODES = {1010, 1011, 1013, 1014, 1015, 1016, 1018, 1019, 1029, 1030}
+_FILE_CODES = {7, 8, 9, 10, 12, 13}   # a file or a transfer failed: ENOENT is the job's
+_ENOENT = 2
 # a GlobalJobId as a table shortens it: the schedd's first name, cluster.proc
 _SHORT = re.compile(r"^([^#.]+)[^#]*#(\d+(?:\.\d+)?)#\d+$")
 _OF_SCHEDD = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+(?:\.\d+)?)")
@@ -25,6 +35,11 @@ class HTCondor(Scheduler):
     memory_figure = ("HTCondor MemoryUsage", "MemoryUsage (polled peak)",
                      "HTCondor's MemoryUsage: anon + shmem of the job's cgroup polled every 5 s "
                      "(summed RSS on procd nodes), in MB: misses peaks between polls")
+    # JobStatus as a number; the states of a run not over; the end its state decides
+    state_names = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
+                   6: "transferring_output", 7: "suspended"}
+    in_flight = ("running", "transferring_output", "suspended")
+    state_ends = {"removed": ("user", "removed (condor_rm or a removal policy)")}
     # Cluster.Proc, a cluster, a GlobalJobId
     id_pattern = r"\d+(?:\.\d+)?|" + GLOBAL_ID.pattern
     id_members = (".",)                     # 4711 stands for its cluster's 4711.N too
@@ -65,6 +80,14 @@ class HTCondor(Scheduler):
                 "mem_requested_bytes": r.request_memory_bytes,
                 "mem_allocated_bytes": r.memory_provisioned_bytes,
                 "gpus_requested": r.request_gpus, "gpus_allocated": r.gpus_provisioned}
+
+    def code_cause(self, code, subcode=None):
+        """HoldReasonCode / VacateReasonCode (and subcode): whose doing."""
+        if code in _USER_CODES or (code in _FILE_CODES and subcode == _ENOENT):
+            return "user"
+        if code in _SITE_CODES or code in _FILE_CODES:
+            return "site"
+        return "preemption" if code in _PREEMPTION_CODES else "unknown"
 
     def global_id(self, text):
         m = _GLOBAL.fullmatch(text)

@@ -17,6 +17,21 @@ class Slurm(Scheduler):
     memory_figure = ("Slurm MaxRSS", "MaxRSS (sampled, largest step)",
                      "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
                      "anonymous memory only on cgroup v1, page cache included on v2")
+    # State's first word: the states of a run not over, the ends the state alone decides
+    in_flight = ("running", "suspended", "pending", "completing", "configuring", "resizing",
+                 "signaling", "stage_out", "stopped", "resv_del_hold")
+    state_ends = {
+        "cancelled": ("user", "cancelled (scancel)"),
+        "timeout": ("user", "reached its time limit"),
+        "out_of_memory": ("user", "exceeded its memory"),
+        "deadline": ("user", "reached its deadline"),
+        "special_exit": ("user", "requeued by its own exit code (special exit)"),
+        "preempted": ("preemption", "preempted"),
+        "node_fail": ("site", "its node failed"),
+        "boot_fail": ("site", "its node failed to boot"),
+        "requeued": ("unknown", "requeued"), "requeue_fed": ("unknown", "requeued"),
+        "requeue_hold": ("unknown", "requeued and held"), "revoked": ("unknown", "revoked"),
+    }
     # a job, an array task (12345_7), a heterogeneous component (12345+0)
     id_pattern = r"\d+(?:[_+]\d+)?"
     id_members = ("_",)                     # 12345 stands for its array's 12345_N too
