@@ -27,10 +27,10 @@ cli/live.py cli/query.py cli/reading.py cli/report.py cli/ship.py config/__init_
 config/actions.py config/ownership.py doctor/__init__.py doctor/site.py influx/schema.py
 job/__init__.py job/runner.py job/session.py metrics/summary.py metrics_doc.py
 node/netcount.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
-render/structured.py render/terminal.py report/aggregate.py report/canonical.py
-report/job_efficiency.py report/nodes.py report/pilot_records.py report/rightsize.py
-report/runs.py serve/identity.py serve/munge.py ship/lines.py stores/local.py
-summary/__init__.py summary/advice.py summary/batches.py summary/efficiency.py
+render/structured.py report/aggregate.py report/canonical.py report/job_efficiency.py
+report/nodes.py report/pilot_records.py report/rightsize.py report/runs.py
+serve/identity.py serve/munge.py ship/lines.py stores/local.py summary/__init__.py
+summary/advice.py summary/batches.py summary/efficiency.py
 """.split()
 
 
