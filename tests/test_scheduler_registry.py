@@ -29,9 +29,9 @@ doctor/entry_points.py doctor/site.py influx/schema.py job/__init__.py job/runne
 job/session.py metrics/summary.py metrics_doc.py node/netcount.py printable.py
 probes/gpu_published.py probes/nvml.py render/html.py render/structured.py
 report/aggregate.py report/canonical.py report/job_efficiency.py report/nodes.py
-report/pilot_records.py report/rightsize.py report/runs.py serve/identity.py
-serve/munge.py ship/lines.py stores/fingerprint.py stores/local.py summary/advice.py
-summary/batches.py summary/efficiency.py summary/exit_status.py
+report/pilot_records.py report/rightsize.py report/runs.py report/verdict.py
+serve/identity.py serve/munge.py ship/lines.py stores/fingerprint.py stores/local.py
+summary/advice.py summary/batches.py summary/efficiency.py summary/exit_status.py
 """.split()
 
 
@@ -193,17 +193,6 @@ def test_outcome_words_classify_recorded_ends():
     held = {"status": 5, "hold_code": 1, "hold_reason": "via condor_hold", "run": 1}
     c = canonical.classify(canonical.run_end(None, held))
     assert (c.outcome, c.cause) == ("badput", "user") and "held (code 1)" in c.reason
-
-
-def test_submit_syntax_of_the_advice():
-    from jobmon.report.verdict import submit_syntax
-    ask = {"cores": 4, "memory_bytes": 3 << 30, "gpus": 0}
-    assert submit_syntax("htcondor", ask) == ["request_cpus = 4", "request_memory = 3 GB",
-                                              "request_gpus = 0"]
-    assert submit_syntax("slurm", ask) == ["#SBATCH --cpus-per-task=4", "#SBATCH --mem=3G",
-                                           "no #SBATCH --gpus or --gres=gpu"]
-    assert submit_syntax("local", ask)[0] == "--tag request_cpus=4"
-    assert all(s.submit_syntax() for s in schedulers.all())
 
 
 def test_id_syntax_and_qualification():

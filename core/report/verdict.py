@@ -1,9 +1,8 @@
 """The verdict a job's report opens with: the cores it used of those it was given, its
 memory peak of what it was given, how it ended and why, and the most useful advice written
-in the job's own submit syntax (its scheduler's, else `jobmon run`'s tags). A model, no
-rendering: it only picks from and rewrites the report's figures and the advice
-jobmon.summary.advice gave. Read side, standard library only."""
-from .. import schedulers
+in the job's own submit syntax (HTCondor's submit file, Slurm's #SBATCH, `jobmon run`'s
+tags). A model, no rendering: it only picks from and rewrites the report's figures and the
+advice jobmon.summary.advice gave. Read side, standard library only."""
 from ..summary.efficiency import KERNEL, RESIDENT, SAMPLED
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -17,7 +16,7 @@ FIRST = ("oom_killed", "data_incomplete", "memory_near_limit", "memory_thrashing
          "no_allocation", "short_job")
 
 
-def memory_amount(nbytes, unit):
+def _memory(nbytes, unit):
     """nbytes in whole GiB where it is a whole number of them, else whole MiB (rounded up):
     (number, "G" or "M" in the style of `unit`)."""
     if nbytes % GIB == 0:
@@ -25,18 +24,26 @@ def memory_amount(nbytes, unit):
     return f"{-(-nbytes // MIB)}{unit[1]}"
 
 
-# how a `jobmon run` job asks for a resource (its tags): cores, memory (bytes), GPUs
-LOCAL = {"cores": lambda n: f"--tag request_cpus={n}",
-         "memory_bytes": lambda b: "--tag request_memory=" + memory_amount(b, ("GiB", "MiB")),
-         "gpus": lambda n: f"--tag request_gpus={n}"}
+# how each scheduler's job asks for a resource: cores, memory (bytes), GPUs
+SYNTAX = {
+    "htcondor": {"cores": lambda n: f"request_cpus = {n}",
+                 "memory_bytes": lambda b: "request_memory = " + _memory(b, (" GB", " MB")),
+                 "gpus": lambda n: f"request_gpus = {n}"},
+    "slurm": {"cores": lambda n: f"#SBATCH --cpus-per-task={n}",
+              "memory_bytes": lambda b: "#SBATCH --mem=" + _memory(b, ("G", "M")),
+              "gpus": lambda n: f"#SBATCH --gpus={n}" if n else
+              "no #SBATCH --gpus or --gres=gpu"},
+    "local": {"cores": lambda n: f"--tag request_cpus={n}",
+              "memory_bytes": lambda b: "--tag request_memory=" + _memory(b, ("GiB", "MiB")),
+              "gpus": lambda n: f"--tag request_gpus={n}"},
+}
 
 
 def submit_syntax(scheduler, ask):
     """What `ask` ({"cores": N}, {"memory_bytes": B}, {"gpus": N}) reads as in the job's
-    own submit syntax: its scheduler's (the object's submit_syntax), else `jobmon run`'s
+    own submit syntax: HTCondor's submit file, Slurm's #SBATCH line, else `jobmon run`'s
     tags; one statement a resource."""
-    sched = schedulers.find(scheduler)
-    how = (sched.submit_syntax() if sched else None) or LOCAL
+    how = SYNTAX.get(scheduler if scheduler in SYNTAX else "local")
     return [how[k](int(v)) for k, v in (ask or {}).items() if k in how and v is not None]
 
 

@@ -91,12 +91,6 @@ class Scheduler:
         "unknown"), or None where it has no such codes."""
         return None
 
-    def submit_syntax(self):
-        """{"cores": f(n), "memory_bytes": f(bytes), "gpus": f(n)}: each gives the statement
-        of its jobs' submit syntax that asks for that much (the report's advice); None:
-        `jobmon run`'s tags."""
-        return None
-
     # --- ids ----------------------------------------------------------------------------
     def global_id(self, text):
         """(job id, the id itself) when `text` is an id that names one submission across

@@ -81,12 +81,6 @@ class HTCondor(Scheduler):
                 "mem_allocated_bytes": r.memory_provisioned_bytes,
                 "gpus_requested": r.request_gpus, "gpus_allocated": r.gpus_provisioned}
 
-    def submit_syntax(self):
-        from jobmon.report.verdict import memory_amount
-        return {"cores": lambda n: f"request_cpus = {n}",
-                "memory_bytes": lambda b: "request_memory = " + memory_amount(b, (" GB", " MB")),
-                "gpus": lambda n: f"request_gpus = {n}"}
-
     def code_cause(self, code, subcode=None):
         """HoldReasonCode / VacateReasonCode (and subcode): whose doing."""
         if code in _USER_CODES or (code in _FILE_CODES and subcode == _ENOENT):

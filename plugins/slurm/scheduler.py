@@ -56,13 +56,6 @@ class Slurm(Scheduler):
         return {"wanted": n.wanted(environ), "skip": n.skipper(environ),
                 "choose": n.chooser(environ)}
 
-    def submit_syntax(self):
-        from jobmon.report.verdict import memory_amount
-        return {"cores": lambda n: f"#SBATCH --cpus-per-task={n}",
-                "memory_bytes": lambda b: "#SBATCH --mem=" + memory_amount(b, ("G", "M")),
-                "gpus": lambda n: f"#SBATCH --gpus={n}" if n else
-                "no #SBATCH --gpus or --gres=gpu"}
-
     def figures(self, r):
         return [("state", r.state, ""), ("exit", _status(r.exit_code, r.signal), ""),
                 ("Elapsed", r.elapsed_seconds, "s"), ("TotalCPU", r.cpu_seconds, "s"),
