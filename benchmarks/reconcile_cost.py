@@ -100,7 +100,7 @@ def write_runs(sink_for, killed, n, cut, start, scheduler):
 
 def history_file(path, n):
     """n history records of jobs 800000.0 ... (the captured removed job, renumbered)."""
-    from jobmon.accounting.condor_history import split_records
+    from jobmon.plugins.condor.accounting.condor_history import split_records
     with open(os.path.join(FIXTURES, "htcondor", "history")) as f:
         [(banner, text)] = [(b, t) for b, t in split_records(f) if b.get("ProcId") == "1"]
     with open(path, "w") as f:

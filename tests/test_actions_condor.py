@@ -122,7 +122,7 @@ def act(site, schedd, dry_run=False, **policy):
     """One pass of the actor with the site's config ([actions] changed by `policy`)."""
     from jobmon import config
     from jobmon.actions import actor
-    from jobmon.actions.condor import Condor
+    from jobmon.plugins.condor.actions import Condor
     from jobmon.actions.records import InfluxWriter
     cfg = config.load(site.act_config)
     cfg.values["actions"].update(policy)
@@ -326,7 +326,7 @@ def test_the_embedded_store_two_schedds_jobs_of_one_id(monkeypatch):
     alone, warns and holds that one; `jobmon query` shows each schedd's job its own."""
     from jobmon import config
     from jobmon.actions import actor
-    from jobmon.actions.condor import Condor
+    from jobmon.plugins.condor.actions import Condor
     from jobmon.actions.records import LocalWriter
     from jobmon.stores.ids import JobRef
     from jobmon.stores.local import LocalStore

@@ -20,7 +20,7 @@ SITE = ('[condor]\ninterval = 0.2\nmin_interval = 0.05\n[actions]\nmode = "on"\n
 def test_a_job_holding_a_gpu_none_of_its_processes_is_on_is_warned_then_held(monkeypatch):
     from jobmon import config
     from jobmon.actions import actor
-    from jobmon.actions.condor import Condor
+    from jobmon.plugins.condor.actions import Condor
     from jobmon.actions.records import LocalWriter
     from jobmon.stores.local import LocalStore
     from test_condor_wrapper import Starter

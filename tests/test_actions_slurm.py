@@ -278,7 +278,7 @@ def test_a_job_requeue_held_by_jobmon_act_is_requeued_not_goodput_nor_cancelled(
     while held, `jobmon report` counts it badput (requeued), not goodput; once the held
     job is cancelled (its never-started record CANCELLED), the stored run is still
     requeued -- never "cancelled by root"."""
-    from jobmon.accounting import sacct
+    from jobmon.plugins.slurm.accounting import sacct
     site, c = jobmon_slurm, jobmon_slurm.cluster
     configure(site, shared_tmpdir("jobmon-act-warn-"))
     started = time.time()

@@ -7,7 +7,8 @@ import signal
 import pytest
 
 from helpers import fixture
-from jobmon.accounting import condor_history, sacct
+from jobmon.plugins.condor.accounting import condor_history
+from jobmon.plugins.slurm.accounting import sacct
 from jobmon.report import canonical as c
 from jobmon.report.canonical import GIB, Resources, RunEnd
 

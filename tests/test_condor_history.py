@@ -8,8 +8,9 @@ import pytest
 
 from helpers import fixture
 from jobmon import config
-from jobmon.accounting import SOURCES, AccountingError, Source, load
-from jobmon.accounting import condor_compare, condor_events, condor_history as ch, condor_records
+from jobmon.accounting import AccountingError, Source, load
+from jobmon.plugins.condor.accounting import condor_compare, condor_events, condor_records
+from jobmon.plugins.condor.accounting import condor_history as ch
 
 MiB, KiB = 1 << 20, 1 << 10
 SYNTH = fixture("htcondor")
@@ -172,7 +173,7 @@ def test_usage_text():
 # --- the source ---------------------------------------------------------------------------------
 
 def test_registered_and_built_from_the_site_configuration(tmp_path):
-    assert SOURCES["htcondor"] == ".condor_history" and load("htcondor") is ch
+    assert load("htcondor") is ch
     assert ch.source(config.load(str(_write(tmp_path / "empty.toml", "")))) is None
     spool = tmp_path / "spool"
     spool.mkdir()

@@ -13,7 +13,7 @@ import classad2
 import pytest
 
 from helpers import fixture
-from jobmon.accounting import condor_history as ch
+from jobmon.plugins.condor.accounting import condor_history as ch
 from jobmon.report import canonical
 from jobmon.report.scheduler import ending
 

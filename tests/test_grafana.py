@@ -277,7 +277,7 @@ def acted_job(site):
     recorded schedd (tests/schedd_recorder.py); the hold's soft kill ends it."""
     from jobmon import config
     from jobmon.actions import actor
-    from jobmon.actions.condor import Condor
+    from jobmon.plugins.condor.actions import Condor
     from jobmon.actions.records import InfluxWriter
     from jobmon.stores.influx import InfluxStore
     from schedd_recorder import RecordedSchedd, job_ad

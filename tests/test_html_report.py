@@ -16,7 +16,7 @@ import pytest
 
 from chromium import CHROMIUM, Chromium
 from helpers import PYTHON, REPO, jobmon, jobmon_run, read_fixture
-from jobmon.accounting.sacct import records_from_json
+from jobmon.plugins.slurm.accounting.sacct import records_from_json
 from jobmon.report import model, runs as runs_
 from jobmon.report.scheduler import record_of
 from jobmon.render import html

@@ -15,6 +15,7 @@ import pytest
 from helpers import PYTHON, TEST_USER, as_user, jobmon_run, needs_test_user, shared_tmpdir
 from jobmon.sinks import card_text as card
 from jobmon.sinks import card as delivery
+from jobmon.plugins.slurm import card as slurm_card
 
 GIB = 1 << 30
 
@@ -87,9 +88,9 @@ def test_where_site_and_job_decide():
     assert delivery.where(stderr, True) == "stderr"
     assert delivery.where(dict(stderr, card_all_jobs=True), None) == "stderr"
     assert delivery.where(dict(stderr, card_all_jobs=True), False) is None
-    assert delivery.comment_asks("project=x, jobmon-card") is True
-    assert delivery.comment_asks("jobmon-card=no") is False
-    assert delivery.comment_asks("jobmon-cards") is None and delivery.comment_asks(None) is None
+    assert slurm_card.comment_asks("project=x, jobmon-card") is True
+    assert slurm_card.comment_asks("jobmon-card=no") is False
+    assert slurm_card.comment_asks("jobmon-cards") is None and slurm_card.comment_asks(None) is None
 
 
 # --- HTCondor: the wrapper, under the starter's contract -----------------------------------
@@ -230,9 +231,9 @@ def test_condor_card_failures_change_nothing(site):
 
 SLURM_END = """
 import json, sys
-from jobmon.sinks.card import after_slurm_job
+from jobmon.plugins.slurm.card import after_job
 summary = json.load(open(sys.argv[1]))
-print(json.dumps(after_slurm_job([summary], dict(json.loads(sys.argv[2])),
+print(json.dumps(after_job([summary], dict(json.loads(sys.argv[2])),
                                  lambda m: sys.stderr.write(m + "\\n"))))
 """
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from helpers import cpu_tolerance
-from jobmon.accounting import sacct
+from jobmon.plugins.slurm.accounting import sacct
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""The pyslurm backend (core/accounting/sacct_pyslurm.py) on what pyslurm 22.5.3, built by
+"""The pyslurm backend (plugins/slurm/accounting/sacct_pyslurm.py) on what pyslurm 22.5.3, built by
 hand for the suite's Slurm 22.05.8, returned for real jobs of the suite's cluster, beside
 what `sacct --json -D` said of the same jobs (tests/fixtures/pyslurm-22.5: made by
 tests/slurm/record_pyslurm.py; its README says how). The recorded objects stand in for
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from helpers import REPO
-from jobmon.accounting import sacct, sacct_json, sacct_pyslurm
+from jobmon.plugins.slurm.accounting import sacct, sacct_json, sacct_pyslurm
 
 with open(os.path.join(REPO, "tests", "fixtures", "pyslurm-22.5", "jobs.json")) as _f:
     FIX = json.load(_f)
@@ -125,7 +125,7 @@ def test_pyslurm_backend_where_installed(jobmon_slurm_cluster):
         pytest.skip("pyslurm is not importable here (PyPI has no build for Slurm 22.05)")
     jid = str(c.submit("sleep 0.5\nexit 3\n"))
     c.wait(jid)
-    code = ("import json, sys; from jobmon.accounting import sacct_pyslurm as p\n"
+    code = ("import json, sys; from jobmon.plugins.slurm.accounting import sacct_pyslurm as p\n"
             "src = p.source()\nprint(json.dumps([r.as_dict() for r in src.lookup(sys.argv[1])]"
             ", default=str))")
     r = subprocess.run([sys.executable, "-c", code, jid], env=c.env(

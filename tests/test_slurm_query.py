@@ -202,7 +202,7 @@ def test_the_array_table_shows_each_tasks_sizing_peak(shipped):
 
 def test_het_components_in_sacct(shipped):
     site, ids = shipped
-    from jobmon.accounting import sacct
+    from jobmon.plugins.slurm.accounting import sacct
     src = sacct.SacctSource(env=site.cluster.env())
     het = ids["het"]
     assert sorted(r.job for r in wait_sacct(src, str(het), "CANCELLED")) == \

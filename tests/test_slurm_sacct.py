@@ -1,4 +1,5 @@
-"""The Slurm accounting source (jobmon.accounting.sacct): recorded output of Slurm 22.05
+"""The Slurm accounting source (jobmon.plugins.slurm.accounting.sacct): recorded output of
+Slurm 22.05
 (tests/fixtures/slurm/sacct) through both parsers, the step aggregation, the comparison
 with jobmon's summary; and live lookups on the test cluster, JSON and text agreeing."""
 import json
@@ -7,10 +8,11 @@ import time
 import pytest
 
 from helpers import fixture
-from jobmon.accounting import SOURCES, AccountingError, load
-from jobmon.accounting import sacct, sacct_pyslurm
-from jobmon.accounting.sacct_compare import REASONS, compare
-from jobmon.accounting.sacct_parse import exit_status, mem_bytes, seconds, tres_dict, when
+from jobmon.accounting import AccountingError, load
+from jobmon.plugins.slurm.accounting import sacct, sacct_pyslurm
+from jobmon.plugins.slurm.accounting.sacct_compare import REASONS, compare
+from jobmon.plugins.slurm.accounting.sacct_parse import (exit_status, mem_bytes, seconds,
+                                                          tres_dict, when)
 
 MiB = 1 << 20
 JOBS = ("plain", "array", "multistep", "cancelled", "failed", "signal")
@@ -39,7 +41,7 @@ def by_job(records):
 
 
 def test_registered_as_the_slurm_source():
-    assert SOURCES["slurm"] == ".sacct" and load("slurm") is sacct
+    assert load("slurm") is sacct
 
 
 def test_value_parsers():

@@ -1,14 +1,10 @@
-"""What the scheduler itself recorded about a job: one interface, one module per source.
+"""What the scheduler itself recorded about a job: one interface (Source), the
+sources themselves in the schedulers' plugins.
 
-Read side only (`jobmon query`, `jobmon report`): sources may load heavy bindings
-(htcondor2, pyslurm) or run commands (sacct), so nothing on the per-job path imports
-this package. Sources are found by name through SOURCES and imported only when used.
+Read side only (`jobmon query`, `jobmon report`): sources may load heavy bindings or run
+the scheduler's commands, so nothing on the per-job path imports this package. A source
+is found through its scheduler's object (jobmon.schedulers) and imported only when used.
 """
-import importlib
-
-# name -> module; each module has `source(cfg)` returning a Source, or None when that
-# scheduler's tools are not available on this host
-SOURCES = {"htcondor": ".condor_history", "slurm": ".sacct"}
 
 
 class Source:
@@ -30,10 +26,13 @@ class AccountingError(Exception):
 
 
 def load(name):
-    return importlib.import_module(SOURCES[name], __name__)
+    """The accounting module of the scheduler tagged `name`: its `source(cfg)` gives a
+    Source, or None when that scheduler's tools are not available on this host."""
+    from .. import schedulers
+    return schedulers.get(name).accounting()
 
 
-# --- shared by the comparisons (condor_compare, sacct_compare) ---------------------------
+# --- shared by the schedulers' comparisons -----------------------------------------------
 
 def disagreement(source, field, unit, jobmon, theirs, reason):
     """One row where jobmon's figure and the scheduler's (keyed by `source`) differ."""

@@ -1,7 +1,7 @@
 """Acting on idle allocations (`jobmon act`, docs/actions.md): a job that has held its
 GPUs or cores unused for the site's [actions] idle_seconds is warned (the report card's
-channels), and if it is still idle a grace period later, held (HTCondor, through the
-schedd) or requeued held / cancelled (Slurm) -- only where the site turned it on, only
+channels), and if it is still idle a grace period later, acted on as its scheduler does
+it (held; requeued held or cancelled) -- only where the site turned it on, only
 the job's own idleness as its confirmed owner's records show it, never a job that opted
 out where the site allows that, never more than the site's number an hour. Every warning
 and action is a record of its own in the store (docs/schema.md, `jobmon_action`).
@@ -9,7 +9,8 @@ and action is a record of its own in the store (docs/schema.md, `jobmon_action`)
 One pass runs centrally, beside `jobmon reconcile` (actor.py): it reads the latest sample
 of every running record from the store, asks each scheduler once about the jobs that are
 idle, decides (policy.py), records, warns (warning.py) and acts. The schedulers' calls are
-behind one small interface, Scheduler, one module each (slurm.py, condor.py).
+behind one small interface, Scheduler, one module in each scheduler's plugin (its
+scheduler object's actions(cfg) gives it: jobmon.schedulers).
 
 Read/central side only: never imported by the per-job path.
 """
@@ -25,8 +26,8 @@ class LiveJob:
 
     def __init__(self, job, act_id, user, running, opted_out=False, mail=None, **extra):
         self.job = job              # the job id as jobmon stores it (12345_7, 4711.0)
-        self.act_id = act_id        # what the scheduler acts on (Slurm's raw job id;
-        #                             HTCondor's GlobalJobId, whose schedd it names)
+        self.act_id = act_id        # what the scheduler acts on (its raw job id, or an
+        #                             id that names the instance the job is of)
         self.user = user            # the owner the scheduler names
         self.running = running
         self.opted_out = opted_out
@@ -40,8 +41,8 @@ class LiveJob:
 
 class Scheduler:
     """One scheduler's calls for `jobmon act`."""
-    name = ""       # the scheduler as records name it (htcondor, slurm)
-    action = ""     # what act() does: hold, requeuehold, cancel
+    name = ""       # the scheduler as records name it (its tag, jobmon.schedulers)
+    action = ""     # what act() does (hold, requeuehold, cancel: the scheduler's action_texts)
 
     def jobs(self, records):
         """{job id: LiveJob} of the jobs of `records` (store records, with their tags) the

@@ -8,6 +8,7 @@ Runs beside `jobmon reconcile`, on one host that reads every node's samples and 
 on the schedulers' jobs; never inside a job or on the shipper's path."""
 import time
 
+from .. import schedulers as registry
 from ..config.ownership import pilot_accounts
 from ..stores.ids import JobRef
 from . import ActionError
@@ -15,7 +16,7 @@ from . import policy as pol
 from . import records, warning
 
 FRESH_SECONDS = 600.0   # a record's latest sample must be this recent to count as running
-SCHEDULERS = ("htcondor", "slurm")
+SCHEDULERS = registry.tags()
 
 
 class Pass:
@@ -78,8 +79,8 @@ def _usable(row, out):
 
 
 def _describe(store, idle):
-    """Each running record with its description (tags: HTCondor's GlobalJobId), matched by
-    its series' tags (two schedds' 4711.0 of one user on one node are two records)."""
+    """Each running record with its description (tags: the scheduler's own ids), matched by
+    its series' tags (two instances' job of one id, user and node are two records)."""
     ids = sorted({job for _s, job in idle})
     described = {_key(r, (r.get("tags") or {}).get("schedd")): r
                  for r in store.records(JobRef(ids[0] if len(ids) == 1 else "", ids))}
@@ -103,7 +104,7 @@ def _decide(policy, idle, schedulers, history, accounts, out):
         sched = schedulers.get(name)
         try:
             if sched is None:
-                raise ActionError(f"no access to {name} here ([condor] schedd, squeue)")
+                raise ActionError(f"no access to {name} here ({registry.get(name).actions_need})")
             lives = sched.jobs([r for g in jobs.values() for r in g])
         except ActionError as e:
             out.errors.append(str(e))

@@ -1,24 +1,16 @@
 """What `jobmon act` tells a job's user, and how: the report card's channels
 (jobmon.sinks.card) as [actions] warn says -- mail through the site's [report] mailer to
-the job's mail address (HTCondor's NotifyUser, Slurm's --mail-user) or its user, a file
+the job's mail address (the one its scheduler names) or its user, a file
 of the user's own in [actions] warn_dir, or none (the record alone: `jobmon query` and
 the dashboards show it). The texts say what was seen, what happens next and how to opt
 out where the site allows it."""
 import datetime
 import pwd
 
+from .. import schedulers
 from ..printable import clean
 from ..sinks import card
 
-NEXT = {"requeuehold": "requeued and held: it goes back to the queue, and runs again once "
-                       "you release it (scontrol release {id})",
-        "cancel": "cancelled",
-        "hold": "held: it stays in the queue, and runs again once you release it "
-                "(condor_release {id})"}
-OPT_OUT = {"slurm": "sbatch --comment=jobmon-actions=no, or while it runs: scontrol update "
-                    "JobId={id} Comment=jobmon-actions=no",
-           "htcondor": "+JobMonitorActions = false in the submit file, or while it runs: "
-                       "condor_qedit {id} JobMonitorActions false"}
 WHAT = {"cores": "cores at ~0 CPU", "gpus": "GPUs with none of its processes on them"}
 
 
@@ -39,6 +31,11 @@ def hosts(d):
     return ", ".join(sorted({str(r.get("host")) for r in d.records if r.get("host")}))
 
 
+def next_text(action):
+    """What `action` does to a job, in its user's words (the scheduler whose action it is)."""
+    return next(s.action_texts[action] for s in schedulers.all() if action in s.action_texts)
+
+
 def warning_text(d, policy, action):
     """The warning's body for Decision `d` (a job about to be `action`ed)."""
     job = clean(d.job)
@@ -47,12 +44,13 @@ def warning_text(d, policy, action):
              "",
              f"This site acts on jobs that hold an allocation they do not use. If it is "
              f"still idle {duration(policy.grace_seconds)} from now, it will be "
-             + NEXT[action].format(id=job) + ".",
+             + next_text(action).format(id=job) + ".",
              ]
     if policy.max_per_hour == 0:
         lines[-1] = "This site asks that jobs do not hold an allocation they do not use."
     if policy.allow_opt_out and d.live is not None:
-        how = OPT_OUT.get(d.records[0].get("scheduler") if d.records else "")
+        sched = schedulers.find(d.records[0].get("scheduler")) if d.records else None
+        how = sched.opt_out if sched else None
         if how:
             lines += ["", "If it waits on purpose, the job can opt out: " + how.format(id=job)
                       + "."]
@@ -67,7 +65,8 @@ def warn_reason(d, policy, action):
 
 
 def reason_text(d, policy, action):
-    """The reason kept with an action (the record, HTCondor's HoldReason): short."""
+    """The reason kept with an action (the record, and the scheduler's where it keeps one):
+    short."""
     return (f"jobmon: idle allocation: its {idle_words(d)} for {duration(d.stretch)}, "
             f"still {duration(d.seen - d.warned['time'] / 1e9) if d.warned else '?'} after "
             f"the warning; site policy: {action} after {duration(policy.idle_seconds)} idle "

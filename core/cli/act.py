@@ -4,7 +4,6 @@ reconcile --all-hosts`: it reads every node's samples and may act on the schedul
 jobs. Never inside a job."""
 import json
 import os
-import shutil
 from typing import Optional
 
 import typer
@@ -36,15 +35,12 @@ def open_for_actions(cfg, store_arg):
 
 def schedulers(cfg):
     """{name: Scheduler} of the schedulers this host can ask and act on."""
-    from ..actions.condor import Condor
-    from ..actions.slurm import Slurm
+    from .. import schedulers as registry
     out = {}
-    section = cfg["actions"]
-    if cfg["condor"]["schedd"]:
-        out["htcondor"] = Condor(name=cfg["condor"]["schedd"],
-                                 allow_opt_out=section["allow_opt_out"])
-    if shutil.which("squeue"):
-        out["slurm"] = Slurm(section["slurm_action"])
+    for sched in registry.all():
+        actions = sched.actions(cfg)
+        if actions is not None:
+            out[sched.tag] = actions
     return out
 
 

@@ -143,7 +143,7 @@ def watch_model(job, now):
 def find(job_id, spool, st, last):
     """(the latest running job of the id, every running job, problems); where jobs of two
     schedds are running under the id, ends the command asking which (SCHEDD#4711.0)."""
-    from ..stores.ids import schedd_of, split_schedd
+    from ..stores.ids import instance_of, split_instance
     from ..stores.live import running
     from .reading import one_schedd
     jobs, problems = running(spool, st, last)
@@ -151,8 +151,8 @@ def find(job_id, spool, st, last):
 
     def of(job, schedd=None):       # the store's id, the spool's (as the writer wrote it)
         return [j for j in jobs if str(j.job) in (job, clean_tag(job))
-                and schedd in (None, schedd_of(j.info))]
-    mine = of(job_id) or of(*split_schedd(job_id))
+                and schedd in (None, instance_of(j.info))]
+    mine = of(job_id) or of(*split_instance(job_id))
     one_schedd(job_id, [j.info for j in mine], "watch")
     mine.sort(key=lambda j: j.info.get("start_time") or 0)
     return (mine[-1] if mine else None), jobs, problems

@@ -32,16 +32,16 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False, comma
     never the job: listed apart in each report ("claims"), shown only asked for with
     --user. Ends the command with a message when nothing fits."""
     from ..report import runs as runs_
-    from ..stores.ids import parse, schedd_of, split_schedd
+    from ..stores.ids import parse, instance_of, split_instance
     job_id, user = argv_text(job_id), argv_text(user)
     st = open_store(store, command)
     ref = parse(job_id)
     records = [r for r in st.records(ref) if not _step_of(r, job_id)]
-    job, schedd = split_schedd(job_id)
+    job, schedd = split_instance(job_id)
     if not records and schedd:    # schedd#4711.0: that schedd's 4711.0
         job_id, ref = job, parse(job)
         records = [r for r in st.records(ref) if not _step_of(r, job_id)
-                   and schedd_of(r) == schedd]
+                   and instance_of(r) == schedd]
     # none: the name of an array, a batch or a DAG, as `jobmon report` groups them
     batch = not any(not user or r.get("user") == user for r in records)
     if batch:

@@ -124,8 +124,8 @@ def one_schedd(job_id, records, command):
     """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
     which (a GlobalJobId is one already)."""
     from ..printable import clean
-    from ..stores.ids import schedd_of
-    schedds = sorted({schedd_of(r) for r in records} - {None})
+    from ..stores.ids import instance_of
+    schedds = sorted({instance_of(r) for r in records} - {None})
     if len(schedds) > 1:
         typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
                    f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(

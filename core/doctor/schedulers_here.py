@@ -3,15 +3,15 @@ of their jobs (never their tools or a configuration file, which a node may keep 
 another scheduler); each one's checks are in its plugin's doctor module (SCHEDULERS)."""
 import os
 
+from .. import schedulers as registry
 from .check import OK, WARN, Check
 
-SCHEDULERS = {"htcondor": ("jobmon.plugins.condor.doctor", "condor_config_val"),
-              "slurm": ("jobmon.plugins.slurm.doctor", "scontrol")}
-# what shows a scheduler runs jobs here: its daemons (by process name), or a job's
+# the registered schedulers' (jobmon.schedulers): {tag: (its doctor module, the tool its
+# checks need)}; what shows one runs jobs here: its daemons (by process name), or a job's
 # environment variable
-DAEMONS = {"htcondor": ("condor_master", "condor_startd", "condor_starter"),
-           "slurm": ("slurmd", "slurmstepd")}
-JOB_ENV = {"htcondor": "_CONDOR_JOB_AD", "slurm": "SLURM_JOB_ID"}
+SCHEDULERS = {s.tag: (s.doctor_module, s.doctor_tool) for s in registry.all()}
+DAEMONS = {s.tag: s.daemons for s in registry.all()}
+JOB_ENV = {s.tag: s.job_env for s in registry.all()}
 
 
 def running(proc="/proc"):

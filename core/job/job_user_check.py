@@ -1,8 +1,8 @@
-"""Can a job's user run jobmon with a given interpreter? The HTCondor wrapper runs as the
-job's user, and so does the Slurm sampler once it has dropped root's privileges: an
+"""Can a job's user run jobmon with a given interpreter? A scheduler's entry point runs as
+the job's user (a wrapper; a sampler once it has dropped root's privileges): an
 interpreter under a private directory (a pyenv build under root's home) or a package
-that only root can read breaks every job's monitoring. HTCondor then holds every job;
-Slurm loses every record.
+that only root can read breaks every job's monitoring. The scheduler then holds every
+job, or every record is lost.
 
 This module really runs the interpreter as an unprivileged user, with the flags and
 path the installed entry point uses, imports the per-job modules and checks that every
@@ -15,16 +15,6 @@ import stat
 import subprocess
 
 CHECK_USER = "nobody"
-# what each entry point imports as the job's user (the rest of the per-job path is
-# imported from these, at once or once the job runs)
-MODULES = {
-    "condor": ("jobmon.plugins.condor.wrapper", "jobmon.job.runner", "jobmon.job.session",
-               "jobmon.probes.procfs", "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2",
-               "jobmon.sinks.spool", "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
-    "slurm": ("jobmon.plugins.slurm.sampler", "jobmon.attach.watch", "jobmon.cgroups.search",
-              "jobmon.probes.cgroup_v1", "jobmon.probes.cgroup_v2", "jobmon.sinks.spool",
-              "jobmon.stores.local", "jobmon.sinks.card", "syslog"),
-}
 # run with the interpreter under test; prints "ok", or the files nobody else can read
 PROBE = """import sys
 sys.path.extend({path!r})
@@ -55,13 +45,14 @@ class Problem(Exception):
         self.reason, self.fix = reason, fix
 
 
-def check(python, kind, flags=(), path=(), site=False, user=CHECK_USER, timeout=60):
+def check(python, modules, flags=(), path=(), site=False, user=CHECK_USER, timeout=60):
     """Run `python FLAGS -c PROBE` as `user` (as root; otherwise as this unprivileged
-    process), importing the per-job modules of `kind` ("condor" or "slurm"): `path` is
+    process), importing `modules`, what an entry point imports as the job's user (its
+    scheduler object's per_job_modules): `path` is
     appended to sys.path and `site` runs site.main(), as the entry point does. Returns
     what the probe said ("ok DIR"); raises Problem."""
     who = _user(user)
-    code = PROBE.format(path=list(path), site=site, modules=MODULES[kind])
+    code = PROBE.format(path=list(path), site=site, modules=tuple(modules))
     argv = [python] + list(flags) + ["-c", code]
     kw = {}
     if os.geteuid() == 0:

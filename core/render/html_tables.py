@@ -7,6 +7,7 @@ import json
 import re
 import shlex
 
+from .. import schedulers
 from ..printable import clean
 from . import html_verdict, units
 from .live import RSS_NOTE, duration
@@ -232,7 +233,7 @@ def memory_layout(rows):
 
 
 def scheduler_layout(sch):
-    """What HTCondor or Slurm recorded ({name, source, figures, differences, note}), and
+    """What the scheduler recorded ({name, source, figures, differences, note}), and
     where it disagrees with jobmon, and why."""
     if not isinstance(sch, dict) or not ("figures" in sch or "note" in sch):
         return None
@@ -248,7 +249,8 @@ def scheduler_layout(sch):
         items = []
         for d in diffs:
             unit = d.get("unit") or ""
-            theirs = d.get("htcondor", d.get("slurm"))
+            # the scheduler's figure, under its tag
+            theirs = next((d[t] for t in schedulers.tags() if t in d), None)
             items.append(f"<li><b>{esc(d.get('field'))}</b>: jobmon "
                          f"{esc(_cell('', d.get('jobmon'), unit))}, {esc(name)} "
                          f"{esc(_cell('', theirs, unit))}<br><small>{esc(d.get('reason'))}"

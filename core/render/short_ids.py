@@ -1,28 +1,24 @@
 """Job ids in tables: an id longer than a table's job column is shortened there, and each
 shortened one is written once in full below (`Ids.legend`), so that any table fits 80
-columns however long the ids (an HTCondor GlobalJobId with a long schedd name: 73
+columns however long the ids (a scheduler's global id with a long host name: 73
 characters). Text only, cleaned (jobmon.printable) before it is measured."""
-import re
-
+from .. import schedulers
 from ..printable import clean
 
 WIDTH = 16     # the widest a job id is in a table
-# HTCondor's GlobalJobId: schedd#cluster.proc#qdate
-GLOBAL = re.compile(r"^([^#.]+)[^#]*#(\d+(?:\.\d+)?)#\d+$")
 
 
 def shorten(job, width=WIDTH):
-    """`job` (cleaned) if it fits `width`, else a shorter form: a GlobalJobId as its
-    schedd's first name and cluster.proc (`ap01#4711.0`, the name cut to fit:
-    `submit-no…#4711.0`), else its head and tail with "…"
-    between them."""
+    """`job` (cleaned) if it fits `width`, else a shorter form: the one its scheduler
+    gives (its object's short_id: a global id as its instance and job id), else its head
+    and tail with "…" between them."""
     job = clean(job)
     if len(job) <= width:
         return job
-    m = GLOBAL.match(job)
-    if m and len(m[2]) + 3 <= width:
-        name, room = m[1], width - len(m[2]) - 1
-        return f"{name}#{m[2]}" if len(name) <= room else f"{name[:room - 1]}…#{m[2]}"
+    for sched in schedulers.all():
+        short = sched.short_id(job, width)
+        if short:
+            return short
     head = (width - 1) // 2
     return job[:head] + "…" + job[len(job) - (width - 1 - head):]
 

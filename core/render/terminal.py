@@ -3,6 +3,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.markup import escape
 
+from .. import schedulers
 from ..printable import clean, fixed
 from . import units
 from .units import short_status
@@ -192,14 +193,14 @@ def show_node(rows, console):
 
 
 def show_scheduler(sch, console):
-    """What HTCondor or Slurm recorded, and where it disagrees with jobmon, and why."""
+    """What the scheduler recorded, and where it disagrees with jobmon, and why."""
     if sch.get("note"):
         console.print(f"[bold]{esc(sch['name'])}[/bold]: {esc(sch['note'])}")
         return
     _pairs(console, f"{sch['name']} recorded ({sch.get('source')})", sch["figures"])
     for d in sch.get("differences") or ():
         unit = d.get("unit") or ""
-        theirs = d.get("htcondor", d.get("slurm"))
+        theirs = next((d[t] for t in schedulers.tags() if t in d), None)   # under its tag
         console.print(f"  - {esc(d['field'])}: jobmon {human(d['jobmon'], unit)}, "
                       f"{esc(sch['name'])} {human(theirs, unit)}: "
                       f"{esc(d['reason'])}")
@@ -217,9 +218,9 @@ def show_runs(runs, console):
 
 
 def show_group(job_id, reports, console=None):
-    """Several jobs (an HTCondor cluster, a Slurm array): one line each, and the sums.
-    Each job's memory peak is the one that sizes it (summary.efficiency.sizing_peak: a
-    Slurm task's is the kernel's, which a sampled resident peak can miss by far). A long
+    """Several jobs (a cluster, an array): one line each, and the sums. Each job's memory
+    peak is the one that sizes it (summary.efficiency.sizing_peak: an attach-mode
+    sampler's job's is the kernel's, which a sampled resident peak can miss by far). A long
     id is shortened in the table, in full below it."""
     from ..summary.efficiency import BASIS_TEXT, sizing_peak
     from .short_ids import Ids

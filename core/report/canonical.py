@@ -19,6 +19,8 @@ import signal as _signal
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from .. import schedulers
+
 # the unit arithmetic is the summary's too (written inside the job at its end)
 from ..summary.efficiency import (  # noqa: F401,E402
     CANONICAL_MEMORY_BYTES, GIB, idle_units, limited_by, number, signal_name, sizing_peak,
@@ -152,47 +154,37 @@ class Classification:
     reason: str
 
 
-CONDOR_STATUS = {1: "idle", 2: "running", 3: "removed", 4: "completed", 5: "held",
-                 6: "transferring_output", 7: "suspended"}
-IN_FLIGHT = {"running", "transferring_output", "suspended", "pending", "completing",
-             "configuring", "resizing", "signaling", "stage_out", "stopped", "resv_del_hold"}
 # signals a program brings on itself (a fault, a limit it hit, its own alarm): the user's
 _OWN_SIGNALS = {_signal.SIGILL, _signal.SIGTRAP, _signal.SIGABRT, _signal.SIGBUS,
                 _signal.SIGFPE, _signal.SIGSEGV, _signal.SIGSYS, _signal.SIGPIPE,
                 _signal.SIGXCPU, _signal.SIGXFSZ, _signal.SIGALRM}
-# scheduler ends decided by the state alone: state -> (cause, reason)
-_STATE_ENDS = {
-    "removed": (USER, "removed (condor_rm or a removal policy)"),
-    "cancelled": (USER, "cancelled (scancel)"),
-    "timeout": (USER, "reached its time limit"),
-    "out_of_memory": (USER, "exceeded its memory"),
-    "deadline": (USER, "reached its deadline"),
-    "special_exit": (USER, "requeued by its own exit code (special exit)"),
-    "preempted": (PREEMPTION, "preempted"),
-    "node_fail": (SITE, "its node failed"),
-    "boot_fail": (SITE, "its node failed to boot"),
-    "requeued": (NO_CAUSE, "requeued"), "requeue_fed": (NO_CAUSE, "requeued"),
-    "requeue_hold": (NO_CAUSE, "requeued and held"), "revoked": (NO_CAUSE, "revoked"),
-}
-# HTCondor's HoldReasonCode and VacateReasonCode tables (codes below 1000 are hold codes
-# in both) -> whose doing; codes in neither set: not known
-_USER_CODES = {1, 3, 4, 5, 14, 15, 16, 20, 22, 25, 26, 32, 33, 34, 35, 36, 37, 43, 44, 46, 47,
-               1000, 1004, 1023}
-_SITE_CODES = {6, 11, 17, 18, 19, 21, 23, 24, 27, 38, 39, 40, 41, 42, 45, 48,
-               1002, 1003, 1006, 1007, 1008, 1012, 1020, 1021, 1024, 1026, 1027, 1028,
-               1031, 1032, 1033, 1034, 1035, 1036}
-_PREEMPTION_CODES = {1010, 1011, 1013, 1014, 1015, 1016, 1018, 1019, 1029, 1030}
-_FILE_CODES = {7, 8, 9, 10, 12, 13}   # a file or a transfer failed: ENOENT is the job's
-_ENOENT = 2
+# the states every registered scheduler names (its object's outcome part): the number
+# a state may be given as, the states of a run not over yet, the ends its state alone
+# decides (state -> (cause, reason)); read once, when first asked
+_OUTCOMES = []
+
+
+def _outcomes():
+    if not _OUTCOMES:
+        names, flight, ends = {}, set(), {}
+        for sched in schedulers.all():
+            names.update(sched.state_names)
+            flight.update(sched.in_flight)
+            ends.update(sched.state_ends)
+        _OUTCOMES[:] = [names, flight, ends]
+    return _OUTCOMES
+
+
+def state_name(state):
+    """A state given as a number, as its scheduler names it (None where none does)."""
+    return _outcomes()[0].get(state)
 
 
 def code_cause(code, subcode=None):
-    """Whose doing an HTCondor hold or vacate code is: user, site, preemption or unknown."""
-    if code in _USER_CODES or (code in _FILE_CODES and subcode == _ENOENT):
-        return USER
-    if code in _SITE_CODES or code in _FILE_CODES:
-        return SITE
-    return PREEMPTION if code in _PREEMPTION_CODES else NO_CAUSE
+    """Whose doing a hold or vacate code is (the scheduler whose code it is says): user,
+    site, preemption or unknown."""
+    return next(filter(None, (s.code_cause(code, subcode) for s in schedulers.all())),
+                NO_CAUSE)
 
 
 def _by_code(what, code, subcode, reason, default):
@@ -229,17 +221,18 @@ def classify(end):
     with exit code 0 (then the site's: the result was lost)."""
     state = end.state
     if isinstance(state, int):
-        state = CONDOR_STATUS.get(state)
+        state = state_name(state)
     state = (state or "").strip().lower() or None
-    if state in IN_FLIGHT:
+    _names, in_flight, state_ends = _outcomes()
+    if state in in_flight:
         return Classification(UNKNOWN, NO_CAUSE, f"still {state.replace('_', ' ')}")
     if state == "held":
         return _by_code("held", end.hold_code, end.hold_subcode, end.reason, NO_CAUSE)
     if state in ("evicted", "vacated", "idle"):   # idle: the run ended, the job was requeued
         return _by_code("evicted", end.vacate_code, None, end.reason,
                         PREEMPTION if state != "idle" else NO_CAUSE)
-    if state in _STATE_ENDS:
-        cause, text = _STATE_ENDS[state]
+    if state in state_ends:
+        cause, text = state_ends[state]
         return Classification(BADPUT, cause, text + (f": {end.reason}" if end.reason else ""))
     if state == "failed" and not end.signal and not end.exit_code:
         # Slurm 22.05's JSON gives a failed job exit code 0: the state is what is right
@@ -262,7 +255,7 @@ def run_end(summary=None, record=None, run=None, job_starts=None):
         r = {}   # describes another run of the job
     src = s if s.get("exit_code") is not None or s.get("signal") is not None else r
     state = r.get("status") or r.get("state")
-    name = CONDOR_STATUS.get(state) if isinstance(state, int) else str(state).lower()
+    name = state_name(state) if isinstance(state, int) else str(state).lower()
     why = {"held": "hold_reason", "removed": "remove_reason", "evicted": "vacate_reason",
            "idle": "vacate_reason"}.get(name)
     reason = r.get(why) if why else None

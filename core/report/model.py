@@ -4,6 +4,7 @@ Renderers (jobmon.render.*) only lay this out; they compute nothing.
 """
 import time
 
+from .. import schedulers
 from ..stores import fingerprint
 from ..summary import completeness, from_samples
 from ..summary.advice import advise
@@ -248,7 +249,8 @@ def _tags(records):
 
 def _efficiency(s, tags, scheduler, nodes):
     """The run's efficiency figures; what the scheduler says it was given fills in what
-    jobmon's summary does not know (a Slurm job's request, a multi-node job's total)."""
+    jobmon's summary does not know (a request only the scheduler's record has, a multi-node
+    job's total)."""
     alloc = dict((scheduler or {}).get("allocation") or {})
     if nodes > 1 and s.get("wall_seconds") and alloc.get("cores_allocated"):
         # the job's total cores and GPUs against its nodes' summed CPU; not its memory,
@@ -305,10 +307,6 @@ MEANINGS = {
               "page cache it only read or wrote is not in it",
     "kernel": "the cgroup's own high-water mark of charged memory, at any instant "
               "({kernel}): never misses a spike, includes cache",
-    "htcondor": "HTCondor's MemoryUsage: anon + shmem of the job's cgroup polled every 5 s "
-                "(summed RSS on procd nodes), in MB: misses peaks between polls",
-    "slurm": "Slurm's MaxRSS: the largest step's sample every JobAcctGatherFrequency; "
-             "anonymous memory only on cgroup v1, page cache included on v2",
     "requested": "what the job asked for", "allocated": "what it was given (its limit)",
     "allocated-unlimited": "what it was given (the scheduler's figure, else the request); no "
                            "memory limit was seen holding the job to it",
@@ -347,18 +345,19 @@ def memory_rows(s, samples, eff, scheduler, many):
              ("kernel peak (cgroup)", s.get("mem_peak_bytes"), "kernel")]
     if many:   # each the largest node's
         rows = [(n + " (largest node)", v, m) for n, v, m in rows]
-    for label, field in (("HTCondor MemoryUsage", "MemoryUsage (polled peak)"),
-                         ("Slurm MaxRSS", "MaxRSS (sampled, largest step)")):
+    meanings = dict(MEANINGS)
+    for sched in schedulers.all():   # its own memory figure, where its record has one
+        label, field, meanings[sched.tag] = sched.memory_figure
         for name, value, _unit in (scheduler or {}).get("figures") or ():
             if name == field:
-                rows.append((label, value, "htcondor" if "HTCondor" in label else "slurm"))
+                rows.append((label, value, sched.tag))
     limited = s.get("oom_limit_bytes") or any(x.get("mem_limit_bytes") for x in samples)
     rows += [("requested", eff.get("mem_requested_bytes"), "requested"),
              ("allocated", eff.get("mem_allocated_bytes"),
               "allocated" if limited else "allocated-unlimited")]
     rows = [r for r in rows if r[1] is not None]
     names = {m: n for n, _v, m in rows}
-    return [{"name": n, "value": v, "meaning": MEANINGS[m].format(resident=how, kernel=kernel),
+    return [{"name": n, "value": v, "meaning": meanings[m].format(resident=how, kernel=kernel),
              "includes": [names[INCLUDES[m]]] if names.get(INCLUDES.get(m)) else []}
             for n, v, m in rows]
 

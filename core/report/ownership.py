@@ -19,12 +19,13 @@ the same way in memory by the readers):
                then it is a claim on that job
 
 Read side, standard library only."""
+from .. import schedulers
 from ..config.ownership import is_pilot_account
-from ..stores.ids import schedd_of
+from ..stores.ids import instance_of
 
 OWN, CLAIM, UNCONFIRMED, LOCAL = "own", "claim", "unconfirmed", "local"
 VERDICTS = (OWN, CLAIM, UNCONFIRMED, LOCAL)
-SCHEDULERS = ("htcondor", "slurm")
+SCHEDULERS = schedulers.tags()
 
 
 def stored(record):
@@ -63,21 +64,22 @@ def owners_of(record):
 
 
 def known_owners(records, verdicts):
-    """{(job id, its schedd): the users the records confirmed as that job's name} (the
-    schedd of an HTCondor id: two schedds' 4711.0 are two jobs; None for the others)."""
+    """{(job id, its instance): the users the records confirmed as that job's name} (the
+    instance its scheduler qualifies the id by, jobmon.stores.ids.instance_of: two
+    instances' jobs of one id are two jobs; None where the scheduler has none)."""
     owners = {}
     for r in records:
         if verdicts[id(r)] == OWN:
-            owners.setdefault((r.get("job"), schedd_of(r)), set()).update(owners_of(r))
+            owners.setdefault((r.get("job"), instance_of(r)), set()).update(owners_of(r))
     return owners
 
 
 def owners_for(owners, record):
-    """The confirmed owners (known_owners) of a record's job; a record without a schedd (a
-    `jobmon run`) is under the id of that job on any schedd."""
-    job, schedd = record.get("job"), schedd_of(record)
-    if schedd is not None:
-        return owners.get((job, schedd), set())
+    """The confirmed owners (known_owners) of a record's job; a record without an instance
+    (a `jobmon run`) is under the id of that job on any instance."""
+    job, instance = record.get("job"), instance_of(record)
+    if instance is not None:
+        return owners.get((job, instance), set())
     return set().union(*(o for (j, _s), o in owners.items() if j == job))
 
 

@@ -31,18 +31,17 @@ Read side: standard library, plus whatever the scheduler's source loads when ask
 import re
 import time
 
-from .. import accounting
+from .. import schedulers
 from ..config.ownership import pilot_accounts
 from ..summary import from_samples
 from .model import STALE_INTERVALS, STALE_SECONDS
 from .ownership import CLAIM, SCHEDULERS, judge
 from .runs import is_step
-from .scheduler import GLOBAL_ID, ending, lookup_id, pick
+from .scheduler import ending, lookup_id, pick
 
 GIVE_UP_SECONDS = 2 * 86400.0   # after the run's end: no record will come any more
-# a `jobmon run` id a scheduler could know: HTCondor's 4711, 4711.0 or GlobalJobId,
-# Slurm's 12345, 12345_7, 12345+1
-SCHEDULER_ID = re.compile(r"\d+(?:[._+]\d+)?|" + GLOBAL_ID.pattern)
+# a `jobmon run` id a scheduler could know: any registered scheduler's id syntax
+SCHEDULER_ID = re.compile("|".join(f"(?:{s.id_pattern})" for s in schedulers.all()))
 
 
 class Plan:
@@ -152,7 +151,7 @@ def _asked(rec):
 def _owners(rec, found):
     """The users the schedulers' records of the record's job name."""
     job = lookup_id(rec, job_of(rec))
-    return {getattr(r, "user", None) or getattr(r, "owner", None)     # Slurm's, HTCondor's
+    return {getattr(r, "user", None) or getattr(r, "owner", None)     # either name
             for s in _asked(rec) for r in (found.get(s) or {}).get(job, ())} - {None, ""}
 
 
@@ -192,7 +191,7 @@ def _lookups(todo, cfg, sources, p):
     for scheduler, wanted in ids.items():
         try:
             src = sources[scheduler] if sources and scheduler in sources else \
-                accounting.load(scheduler).source(cfg)
+                schedulers.get(scheduler).accounting().source(cfg)
             if src is not None:
                 found[scheduler] = src.lookup_many(sorted(wanted))
         except Exception as e:   # accounting down, bindings missing: a later pass

@@ -1,9 +1,10 @@
 """Delivering the end-of-job report card (jobmon.sinks.card_text) where the user looks.
 
-Called once the job has ended: by the HTCondor wrapper (the job's stderr is its own fd 2)
-and by the Slurm sampler (as the job's user, outside the job). Whether a job gets a card
-is the site's choice ([report] card, card_all_jobs) and the job's (the job ad's
-+JobMonitorReportCard, the job's environment JOBMON_CARD, Slurm's --comment jobmon-card).
+Called once the job has ended, by each scheduler's end of it (its plugin's card.py: a
+wrapper writes to the job's stderr, its own fd 2; a sampler outside the job, as the job's
+user, to a file or the mail). Whether a job gets a card is the site's choice ([report]
+card, card_all_jobs) and the job's (what its scheduler lets it say, else the job's
+environment JOBMON_CARD).
 
 Nothing here may harm the job: every failure is swallowed (said through `warn`), writes
 and the mailer are bounded in time, and the caller's exit status is never touched.
@@ -13,12 +14,10 @@ import os
 import re
 import threading
 
-JOB_AD_ATTR = "JobMonitorReportCard"     # +JobMonitorReportCard = true in a submit file
 JOB_ENV = "JOBMON_CARD"                  # the job's environment: JOBMON_CARD=1 (or 0)
-COMMENT_WORD = "jobmon-card"             # sbatch --comment "jobmon-card" (=no to refuse)
 WRITE_SECONDS = 5.0                      # longest wait for a write to the job's stderr
-MAIL_SECONDS = 4.0                       # longest wait for the mailer (a Slurm Epilog
-                                         # waits 5 s for the sampler in all)
+MAIL_SECONDS = 4.0                       # longest wait for the mailer (an Epilog may
+                                         # wait 5 s for the sampler in all)
 _DEFAULTS = {"card": "off", "card_all_jobs": False, "card_dir": "",
              "mailer": "/usr/sbin/sendmail -t"}
 
@@ -28,8 +27,8 @@ def _nothing(_msg):
 
 
 def yes_no(value):
-    """True, False, or None (not said) from a ClassAd value, an environment string or a
-    comment word's value."""
+    """True, False, or None (not said) from a job attribute's value, an environment string
+    or a comment word's value."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
@@ -40,16 +39,6 @@ def yes_no(value):
             return True
         if v in ("0", "false", "no", "off"):
             return False
-    return None
-
-
-def comment_asks(comment, word=COMMENT_WORD):
-    """What a Slurm job comment says of `word`: "jobmon-card" or "jobmon-card=yes" True,
-    "jobmon-card=no" False, else None. Words are split on spaces, commas, semicolons."""
-    for text in re.split(r"[\s,;]+", comment or ""):
-        name, _, value = text.partition("=")
-        if name.lower() == word:
-            return True if not value else yes_no(value)
     return None
 
 
@@ -190,41 +179,3 @@ def mail(text, summary, mailer, recipient, subject=None):
     if r.returncode != 0:
         raise OSError(f"{argv[0]} exited with {r.returncode}")
     return recipient
-
-
-# --- the schedulers' ends of it -------------------------------------------------------
-
-def after_condor_job(summary, job_ad, environ, warn=_nothing):
-    """The HTCondor wrapper's card, once the job has ended: the job ad's
-    +JobMonitorReportCard, else the job's JOBMON_CARD, against the site's [report]
-    settings; "file" goes to the job's scratch directory (HTCondor brings new files there
-    back with the output, where the submit file leaves transfer_output_files unset)."""
-    asks = yes_no(job_ad.get(JOB_AD_ATTR))
-    if asks is None:
-        asks = yes_no(environ.get(JOB_ENV))
-    site = site_settings(warn)
-    to = where(site, asks)
-    if to is None:
-        return None
-    notify = job_ad.get("NotifyUser")
-    return deliver_card(summary, to, site, fd=2,
-                        directory=environ.get("_CONDOR_SCRATCH_DIR") or os.getcwd(),
-                        recipient=notify if isinstance(notify, str) and notify else None,
-                        warn=warn)
-
-
-def after_slurm_job(summaries, environ, warn=_nothing):
-    """The Slurm sampler's card (as the job's user, after the Epilog said the job is
-    over), for the last run it sampled: the job's comment (SLURM_JOB_COMMENT, which the
-    Prolog's environment carries) against the site's settings. The sampler cannot reach
-    the job's stderr: "stderr" is taken as "file", in the job's working directory
-    (SLURM_JOB_WORK_DIR, where slurm-%j.out goes by default) unless card_dir is set."""
-    if not summaries:
-        return None
-    site = site_settings(warn)
-    to = where(site, comment_asks(environ.get("SLURM_JOB_COMMENT")))
-    if to is None:
-        return None
-    return deliver_card(summaries[-1], "file" if to == "stderr" else to, site,
-                        directory=environ.get("SLURM_JOB_WORK_DIR"),
-                        recipient=environ.get("SLURM_JOB_USER"), warn=warn)

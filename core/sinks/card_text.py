@@ -3,8 +3,8 @@
 card_lines(summary, advice) is pure: the end-of-job summary (docs/metrics.md, with the
 efficiency fields where the sampler wrote them; any of them may be absent) and advice
 lines in, at most MAX_LINES lines of at most MAX_COLUMNS columns out; advice_for() asks
-jobmon.summary.advice. Standard library only: the HTCondor wrapper and the
-Slurm sampler import it after the job has ended (jobmon.sinks.card delivers it).
+jobmon.summary.advice. Standard library only: the schedulers' entry points (a wrapper, a
+sampler) import it after the job has ended (jobmon.sinks.card delivers it).
 """
 from ..summary.efficiency import BASIS_TEXT, signal_name, sizing_peak
 from ..printable import clean, co2e, energy, fixed, size

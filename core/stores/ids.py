@@ -1,27 +1,26 @@
 """What a user's job id means: the records of which jobs to look up.
 
-jobmon stores each job under the id its users type (`--job-id`, or the scheduler's: HTCondor
-`Cluster.Proc`, Slurm `12345`, `12345_7` for an array task, `12345+0` for a heterogeneous
-component). A query may name one job, or a group of them:
+jobmon stores each job under the id its users type (`--job-id`, or the scheduler's). A query
+may name one job, or a group of them; which, each scheduler says (jobmon.schedulers, its
+object's id parts, where its ids are listed):
 
-  4711.0                    that HTCondor job
-  4711                      job 4711, and every job of HTCondor cluster 4711 / Slurm array 4711
-  schedd#4711.0#1700000000  an HTCondor GlobalJobId: job 4711.0 of that submission
-  schedd#4711.0             job 4711.0 of that schedd (HTCondor ids are the schedd's own:
-                            two schedds' 4711.0 are two jobs, told apart by their `schedd`)
-  12345_7, 12345+0          that Slurm array task, that heterogeneous component
-  anything else             exactly that id
+  N                  job N, and every job its schedulers group under N (`id_members`:
+                     N.M, N_M)
+  a global id        the one submission it names (`global_id`)
+  INSTANCE#ID        job ID of that instance of the scheduler (`split_qualified`,
+                     `qualifier`): two instances' jobs of one id are two jobs
+  anything else      exactly that id
 """
 import re
 
-_GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
-_OF_SCHEDD = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+(?:\.\d+)?)")
+from .. import schedulers
+
 _NUMBER = re.compile(r"\d+")
 
 
 class JobRef:
     """Exact ids, id prefixes (a cluster's or an array's members), and for a GlobalJobId
-    the one submission among jobs of that number on other schedds."""
+    the one submission among jobs of that number on other instances."""
 
     def __init__(self, text, exact=(), prefixes=(), global_id=None):
         self.text, self.exact, self.prefixes = text, tuple(exact), tuple(prefixes)
@@ -44,31 +43,36 @@ class JobRef:
 
 
 def parse(text):
-    m = _GLOBAL.fullmatch(text)
-    if m:
-        return JobRef(text, [m["job"]], global_id=text)
+    for sched in schedulers.all():
+        named = sched.global_id(text)
+        if named:
+            return JobRef(text, [named[0]], global_id=named[1])
     if _NUMBER.fullmatch(text):
-        return JobRef(text, [text], [text + ".", text + "_"])
+        return JobRef(text, [text], [text + sep for sched in schedulers.all()
+                                     for sep in sched.id_members])
     return JobRef(text, [text])
 
 
-def schedd_of(record):
-    """The schedd an HTCondor record's job id is of (the wrapper's `schedd` tag, from the
-    job's GlobalJobId), or None."""
-    return (record.get("tags") or {}).get("schedd") or None
+def instance_of(record):
+    """The scheduler instance a record's job id is of (its scheduler's qualifier), or None."""
+    return next(filter(None, (s.qualifier(record) for s in schedulers.all())), None)
 
 
-def split_schedd(text):
-    """(job id, schedd) of `schedd#4711.0` (or `schedd#4711`); (text, None) otherwise."""
-    m = _OF_SCHEDD.fullmatch(text)
-    return (m["job"], m["schedd"]) if m else (text, None)
+def split_instance(text):
+    """(job id, instance) of an id qualified with the instance it is of; (text, None)
+    otherwise."""
+    for sched in schedulers.all():
+        job, instance = sched.split_qualified(text)
+        if instance is not None:
+            return job, instance
+    return text, None
 
 
 def typed_ids(records):
-    """Each record's id as `jobmon query` takes it: SCHEDD#4711.0 where records of two
-    schedds answer to one id (an HTCondor id is its schedd's), else its id."""
-    schedds = {}
+    """Each record's id as `jobmon query` takes it: INSTANCE#ID where records of two
+    instances answer to one id (a job id is its instance's), else its id."""
+    instances = {}
     for r in records:
-        schedds.setdefault(r.get("job"), set()).add(schedd_of(r))
-    return [f"{schedd_of(r)}#{r.get('job')}" if schedd_of(r) and len(schedds[r.get("job")]) > 1
-            else r.get("job") for r in records]
+        instances.setdefault(r.get("job"), set()).add(instance_of(r))
+    return [f"{instance_of(r)}#{r.get('job')}" if instance_of(r)
+            and len(instances[r.get("job")]) > 1 else r.get("job") for r in records]

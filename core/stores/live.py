@@ -174,10 +174,10 @@ def running(spool_dir=None, store=None, last=60):
 
 
 def _key(job):
-    """What tells a running job apart in both sources: two users' or two schedds' jobs of
-    one id may start in the same second."""
-    from .ids import schedd_of
-    return (job.job, job.info.get("run"), job.info.get("user"), schedd_of(job.info),
+    """What tells a running job apart in both sources: two users' or two scheduler
+    instances' jobs of one id may start in the same second."""
+    from .ids import instance_of
+    return (job.job, job.info.get("run"), job.info.get("user"), instance_of(job.info),
             round(job.info.get("start_time") or 0))
 
 

@@ -14,6 +14,8 @@ from jobmon import cgroups, config
 from jobmon.job import job_user_check
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
+from .scheduler import SCHEDULER
+
 KNOBS = ("USER_JOB_WRAPPER", "STARTER_JOB_ENVIRONMENT", "STARTD_CRON_JOBLIST",
          "STARTD_CRON_JOBMON_EXECUTABLE", "STARTD_CRON_JOBMON_ARGS", "STARTD_CRON_JOBMON_ENV",
          "CONDOR_IDS")
@@ -99,7 +101,7 @@ def evaluate(k, node):
         "JOBMON_CONFIG") or config.DEFAULT_PATH
     out.append(_site_file("site file", site, node, "the wrapper"))
     flags = w["flags"][0] if w["flags"] else ""
-    out.append(interpreter("interpreter", w["python"], "condor", node,
+    out.append(interpreter("interpreter", w["python"], SCHEDULER.per_job_modules, node,
                            flags=tuple(f"-{c}" for c in flags.lstrip("-")),
                            path=w["path"]))
     out.append(shipper_cron(k, node))

@@ -19,6 +19,8 @@ import sys
 from jobmon import config
 from jobmon.job import job_user_check
 
+from .scheduler import SCHEDULER
+
 WRAPPER = '''#!{python} {flags}
 # jobmon's HTCondor job wrapper, written by `jobmon-condor-setup`: USER_JOB_WRAPPER =
 # {target}. The starter runs it as the job's user; it starts the job, samples it
@@ -122,11 +124,13 @@ def wrapper_text(python, target, site_file, user):
     """The wrapper script, once `python` is known to import jobmon as `user` the way the
     script will; raises job_user_check.Problem."""
     job_user_check.check_site_file(site_file)
-    said = job_user_check.check(python, "condor", flags=("-I", "-S"), site=True, user=user)
+    said = job_user_check.check(python, SCHEDULER.per_job_modules, flags=("-I", "-S"),
+                                site=True, user=user)
     package = said.split(" ", 1)[1]
     if os.path.basename(package) == "jobmon":    # a regular install: -IS and its path
         path = os.path.dirname(package)
-        job_user_check.check(python, "condor", flags=("-I", "-S"), path=[path], user=user)
+        job_user_check.check(python, SCHEDULER.per_job_modules, flags=("-I", "-S"),
+                             path=[path], user=user)
         return WRAPPER.format(python=python, flags="-IS", target=target, config=site_file,
                               path_line=f"sys.path.append({path!r})\n")
     # an editable install finds jobmon through site-packages' hooks only

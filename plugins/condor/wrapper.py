@@ -106,9 +106,9 @@ class Plan:
     def report_card(self, summary):
         """After the job ended: its report card, where the site and the job ask for one
         (docs/reports.md), appended to the job's stderr (fd 2: the job's own)."""
-        from jobmon.sinks import card
-        card.after_condor_job(summary, self.job_ad, os.environ,
-                              lambda msg: self.warnings.write(f"jobmon: {msg}\n"))
+        from . import card
+        card.after_job(summary, self.job_ad, os.environ,
+                       lambda msg: self.warnings.write(f"jobmon: {msg}\n"))
 
     def choose_cgroup(self, name):
         """A cgroup of the job's own below HTCondor's (where it was delegated to the job's

@@ -13,6 +13,7 @@ from jobmon.job import job_user_check
 from jobmon.doctor import FAIL, OK, WARN, Check, interpreter, warnings_to
 
 from . import hooks, install
+from .scheduler import SCHEDULER
 
 # this jobmon's own installer, beside the interpreter running the doctor
 HOOKS_INSTALL = os.path.join(os.path.dirname(sys.executable), "jobmon-slurm-hooks") + " install"
@@ -139,7 +140,8 @@ def wrapper_checks(node, wrapper):
         out.append(Check("interpreter", FAIL, f"{wrapper.get('HOOKS')} (HOOKS) is missing",
                          INSTALL))
     else:
-        out.append(interpreter("interpreter", wrapper.get("PYTHON", ""), "slurm", node,
+        out.append(interpreter("interpreter", wrapper.get("PYTHON", ""), SCHEDULER.per_job_modules,
+                               node,
                                flags=("-I", "-S"), site=True))
     run_dir = wrapper.get("run_dir", hooks.RUN_DIR)
     where = node.cfg["slurm"]["warnings"] if node.cfg is not None else "syslog"

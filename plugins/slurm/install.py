@@ -14,6 +14,7 @@ from jobmon import config
 from jobmon.job import job_user_check
 
 from . import hooks
+from .scheduler import SCHEDULER
 
 # where hooks.py lives in the example installation of deploy/slurm
 DEPLOY_HOOKS = "/opt/jobmon/lib/python3.11/site-packages/jobmon/plugins/slurm/hooks.py"
@@ -109,7 +110,8 @@ def problems(python, config_path, user):
     """Raise job_user_check.Problem for what would keep the wrappers from working."""
     job_user_check.check_site_file(config_path)
     # the sampler's own start: -I -S, then site-packages, as the job's user
-    job_user_check.check(python, "slurm", flags=("-I", "-S"), site=True, user=user)
+    job_user_check.check(python, SCHEDULER.per_job_modules, flags=("-I", "-S"), site=True,
+                         user=user)
 
 
 def write_wrapper(target, text):

@@ -213,6 +213,6 @@ def _run(ident, warnings, opts, pid_path, environ, epilog):
                   own_leaves=cgroup_names.OWN_LEAVES, task_parent=cgroup_names.TASK_PARENT,
                   fingerprint=script_tags)
     summaries = watch.run()
-    from jobmon.sinks.card import after_slurm_job   # the job is over: its report card
-    after_slurm_job(summaries, environ, warn)
+    from .card import after_job   # the job is over: its report card
+    after_job(summaries, environ, warn)
     return 0

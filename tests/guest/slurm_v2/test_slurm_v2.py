@@ -15,7 +15,7 @@ import time
 import pytest
 
 from helpers import cpu_tolerance
-from jobmon.accounting import sacct
+from jobmon.plugins.slurm.accounting import sacct
 from slurm import Cluster, have_slurm
 from slurm_site import JobmonSite
 from test_slurm_accuracy import COMMON, WORKLOADS

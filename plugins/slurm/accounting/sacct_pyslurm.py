@@ -18,7 +18,7 @@ Read side only; pyslurm is imported here, never on a job's path.
 import re
 import subprocess
 
-from . import AccountingError, Source
+from jobmon.accounting import AccountingError, Source
 from .sacct_parse import job_value
 from .sacct_records import Record, Step, aggregate, number_runs
 

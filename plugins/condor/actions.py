@@ -12,7 +12,7 @@ The hold reason goes to the schedd as (text, subcode): htcondor2 25.x forwards a
 only when it is such a tuple (a plain string is dropped, and the job is held "via
 condor_hold"). The job opts out with `+JobMonitorActions = false` in its submit file (or
 condor_qedit while it runs)."""
-from . import ActionError, LiveJob, Scheduler
+from jobmon.actions import ActionError, LiveJob, Scheduler
 
 OPT_OUT_ATTR = "JobMonitorActions"
 HOLD_SUBCODE = 0                 # HoldReasonSubCode of jobmon's holds (HoldReasonCode 1,

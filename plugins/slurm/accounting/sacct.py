@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 
-from . import AccountingError, Source
+from jobmon.accounting import AccountingError, Source
 from .sacct_json import records_from_json
 from .sacct_parse import exit_status, mem_bytes, seconds, tres_dict, when
 from .sacct_records import FIELDS, STEP_FIELDS, Record, Step, aggregate, number_runs  # noqa: F401

@@ -16,7 +16,7 @@ How each measures (DESIGN §4, measured on Slurm 22.05 here):
 - Exit: a cancelled job's Epilog gets status 0 (jobmon takes the Epilog's), sacct says
   CANCELLED; 22.05's JSON loses plain exit codes (sacct.py reads them from the text).
 """
-from . import disagreement, status_text, total
+from jobmon.accounting import disagreement, status_text, total
 
 MiB = 1 << 20
 

@@ -9,8 +9,8 @@ nodes; the wrapper is in it too. jobmon reads the kernel's totals once the job's
 process has been reaped, and its resident peak includes the kernel's high-water marks,
 so a spike between two samples still counts.
 """
-from . import disagreement, status_text, total
-from ..printable import size
+from jobmon.accounting import disagreement, status_text, total
+from jobmon.printable import size
 
 MiB = 1 << 20
 WRAPPER_RSS = 15 * MiB   # the wrapper's own resident memory, inside HTCondor's figure

@@ -14,10 +14,10 @@ import re
 import shutil
 import subprocess
 
-from ..accounting.sacct_json import _n, _state
-from ..accounting.sacct_parse import job_value
-from ..sinks.card import comment_asks
-from . import ActionError, LiveJob, Scheduler
+from .accounting.sacct_json import _n, _state
+from .accounting.sacct_parse import job_value
+from .card import comment_asks
+from jobmon.actions import ActionError, LiveJob, Scheduler
 
 OPT_OUT_WORD = "jobmon-actions"
 TIMEOUT = 60                     # seconds a Slurm command may take

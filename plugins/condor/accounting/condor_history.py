@@ -15,7 +15,7 @@ import glob
 import os
 import re
 
-from . import AccountingError, Source
+from jobmon.accounting import AccountingError, Source
 from .condor_ends import _int, _number, _string, _time, only_vacate, run_end, vacated
 from .condor_events import eventlog_records
 from .condor_records import KiB, MiB, NUMBERS, Record, wants

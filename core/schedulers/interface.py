@@ -1,0 +1,135 @@
+"""What a scheduler is to jobmon: one object, defined in its plugin
+(plugins/<name>/scheduler.py, SCHEDULER) and found through the registry (registry.py).
+Core asks the object; it never names a scheduler itself (tests/test_scheduler_registry.py).
+
+The parts, in the order a job meets them (docs/developing.md, "Add a scheduler"):
+identity (the plugin's detect/identify, on the per-job path: standard library only),
+cgroup layout, accounting source, outcome and "not yet" text, the report's figures, id
+syntax and qualification, actions (`jobmon act`), doctor checks, install. Every method
+imports what it needs when called, so holding the object costs nothing.
+"""
+import importlib
+
+
+class Scheduler:
+    tag = ""                # as records and the plugins' table name it (Identity.scheduler)
+    name = ""               # the name people know
+    plugin = ""             # its plugin package, jobmon.plugins.<folder>
+    accounting_module = ""  # its accounting source: a module with source(cfg) -> Source
+    compare_module = ""     # compare(summary, record): where jobmon and it disagree, and why
+    not_yet = ""            # where its record of a job is not there yet, and what to do
+    id_pattern = ""         # a regular expression of the job ids it gives
+    id_members = ()         # a bare number N also stands for the jobs N<sep>... (a group)
+    job_env = ""            # an environment variable every job of it has
+    daemons = ()            # the process names that show it runs jobs on a node
+    doctor_module = ""      # a module with checks(node) -> [doctor Check]
+    doctor_tool = ""        # a command of its that the doctor's checks need
+    install_command = ""    # the console script that installs its entry points
+
+    def __repr__(self):
+        return f"<Scheduler {self.tag}>"
+
+    # --- identity (per-job path) ------------------------------------------------------
+    def _plugin(self):
+        return importlib.import_module(self.plugin)
+
+    # what its entry point imports as the job's user (the rest of the per-job path is
+    # imported from these, at once or once the job runs): the installers and the doctor
+    # check that the job's user can import them (jobmon.job.job_user_check)
+    per_job_modules = ()
+
+    def detect(self, environ):
+        """True when `environ` is one of its jobs' (or its hooks')."""
+        return self._plugin().detect(environ)
+
+    def identify(self, environ):
+        """The job's jobmon.plugins.Identity: id, run, tags."""
+        return self._plugin().identify(environ)
+
+    def cgroup_names(self, environ):
+        """{"wanted", "skip", "choose"} for jobmon.cgroups.search.find, where a job's
+        cgroup is found by the names the scheduler gives its directories; None where
+        jobmon runs inside the job's cgroup and reads it from /proc/self/cgroup."""
+        return None
+
+    # --- accounting (read side) -------------------------------------------------------
+    def accounting(self):
+        """Its accounting module: `source(cfg)` gives a jobmon.accounting.Source, or None
+        where its tools are not on this host."""
+        return importlib.import_module(self.accounting_module)
+
+    def compare(self, summary, record):
+        """Rows where jobmon's summary and its record of the run differ, with why."""
+        return importlib.import_module(self.compare_module).compare(summary, record)
+
+    def pick(self, records, job, run):
+        """The record of run `run` (None: the latest) of `job` among its records."""
+        run = int(run) if str(run or "").isdigit() else None
+        mine = [r for r in records if r.job == job and (run is None or (r.run or 1) == run)]
+        return max(mine, key=lambda r: r.run or 0) if mine else None
+
+    # its memory figure among jobmon's (the report's memory rows): (row label, the label of
+    # its figures() row that holds it, what it is and how it is measured)
+    memory_figure = ("", "", "")
+
+    def figures(self, record):
+        """(label, value, unit) rows of what it recorded of a run, for the reports."""
+        raise NotImplementedError
+
+    def allocation(self, record):
+        """What it says the run asked for and was given, in jobmon's field names."""
+        raise NotImplementedError
+
+    # --- outcome (how a run ended: jobmon.report.canonical's words) ------------------------
+    state_names = {}        # {number: state} where its records may give a state as a number
+    in_flight = ()          # its states of a run that is not over yet
+    state_ends = {}         # {state: (cause, reason)} of the ends its state alone decides;
+    #                         cause: "user", "site", "preemption" or "unknown"
+
+    def code_cause(self, code, subcode=None):
+        """Whose doing one of its hold or vacate codes is ("user", "site", "preemption",
+        "unknown"), or None where it has no such codes."""
+        return None
+
+    # --- ids ----------------------------------------------------------------------------
+    def global_id(self, text):
+        """(job id, the id itself) when `text` is an id that names one submission across
+        its instances (HTCondor's GlobalJobId), else None."""
+        return None
+
+    def short_id(self, job, width):
+        """A shorter form of one of its ids (cleaned text) that fits `width` columns, for
+        tables; None where it has none (the table keeps the id's head and tail)."""
+        return None
+
+    def lookup_id(self, record, job=None):
+        """The id to ask its accounting about a record (default the record's job id)."""
+        return job or record.get("job")
+
+    def qualifier(self, record):
+        """The instance a record's job id is of (HTCondor's schedd), or None."""
+        return None
+
+    def split_qualified(self, text):
+        """(job id, instance) of an id a user qualified with its instance
+        (`schedd#4711.0`); (text, None) where `text` is not one."""
+        return text, None
+
+    # --- actions (`jobmon act`) -----------------------------------------------------------
+    actions_need = ""       # what `jobmon act` needs to ask it on this host
+    action_texts = {}       # {its action: what it does, in the warning to the job's user}
+    opt_out = ""            # how a job opts out of actions ({id}: the job's id)
+
+    def actions(self, cfg):
+        """Its jobmon.actions.Scheduler (its word on jobs now, and its action) where this
+        host can ask it, else None."""
+        return None
+
+    # --- doctor and install ---------------------------------------------------------------
+    def doctor_checks(self, node):
+        """Its `jobmon doctor` checks of a node (jobmon.doctor.Check list)."""
+        return importlib.import_module(self.doctor_module).checks(node)
+
+    def install(self, argv=None):
+        """Install its entry points on this node (what `install_command` runs)."""
+        raise NotImplementedError

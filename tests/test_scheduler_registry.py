@@ -1,0 +1,244 @@
+"""A scheduler is one object its plugin registers (jobmon.schedulers): the registry finds
+both, each provides every part of the interface (real calls on recorded output of real
+daemons, tests/fixtures/), and core names no scheduler outside the registry but in the
+files still to convert, a list that only shrinks."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+from helpers import PYTHON, REPO, fixture
+from jobmon import config, schedulers
+from jobmon.accounting import Source
+from jobmon.doctor import FAIL, Check, Node
+from jobmon.plugins import Identity
+
+CORE = os.path.join(REPO, "core")
+NAMES = re.compile(r"condor|slurm|sacct|pyslurm|schedd|classad|slurmd|slurmctld", re.I)
+# the one place in core that may name them (it names none today: the plugins' own table)
+REGISTRY = "schedulers/"
+# What is left to convert: core files that still name a scheduler (code or comments). Each
+# leaves the list when its names go to the schedulers' objects; nothing joins it.
+TO_CONVERT = """
+actions/actor.py actions/policy.py attach/__init__.py attach/ends.py attach/probe.py
+attach/steps.py attach/watch.py cgroups/paths.py cgroups/search.py cli/compare.py
+cli/doctor.py cli/like.py cli/live.py cli/query.py cli/reading.py cli/report.py
+cli/ship.py config/actions.py config/loading.py config/ownership.py config/schema.py
+doctor/entry_points.py doctor/site.py influx/schema.py job/__init__.py job/runner.py
+job/session.py metrics/summary.py metrics_doc.py node/netcount.py printable.py
+probes/gpu_published.py probes/nvml.py render/html.py render/structured.py
+report/aggregate.py report/canonical.py report/job_efficiency.py report/nodes.py
+report/pilot_records.py report/rightsize.py report/runs.py report/verdict.py
+serve/identity.py serve/munge.py ship/lines.py stores/fingerprint.py stores/local.py
+summary/advice.py summary/batches.py summary/efficiency.py summary/exit_status.py
+""".split()
+
+
+def naming():
+    """Core's files (relative to core/) that name a scheduler."""
+    out = set()
+    for d, _dirs, files in os.walk(CORE):
+        for f in files:
+            if f.endswith(".py"):
+                path = os.path.join(d, f)
+                with open(path, encoding="utf-8") as fh:
+                    if NAMES.search(fh.read()):
+                        out.add(os.path.relpath(path, CORE).replace(os.sep, "/"))
+    return out
+
+
+def test_core_names_no_scheduler_outside_the_registry():
+    found = {f for f in naming() if not f.startswith(REGISTRY)}
+    new = sorted(found - set(TO_CONVERT))
+    assert not new, f"{new} name a scheduler: ask its object (jobmon.schedulers) instead"
+
+
+def test_the_list_still_to_convert_is_true():
+    assert len(TO_CONVERT) == len(set(TO_CONVERT)) and TO_CONVERT == sorted(TO_CONVERT)
+    done = sorted(set(TO_CONVERT) - naming())
+    assert not done, f"{done} name no scheduler any more: take them off TO_CONVERT"
+
+
+# --- the registry ------------------------------------------------------------------------
+
+def test_the_registry_finds_both_plugins():
+    assert schedulers.tags() == ("htcondor", "slurm")
+    found = schedulers.all()
+    assert [s.tag for s in found] == ["htcondor", "slurm"]
+    assert [s.name for s in found] == ["HTCondor", "Slurm"]
+    assert all(isinstance(s, schedulers.Scheduler) for s in found)
+    assert schedulers.get("slurm") is found[1] and schedulers.find("local") is None
+    assert type(found[0]).__module__ == "jobmon.plugins.condor.scheduler"
+    assert type(found[1]).__module__ == "jobmon.plugins.slurm.scheduler"
+
+
+def test_the_registry_and_the_objects_load_only_the_standard_library():
+    """The objects are held by what runs beside jobs: asking the registry for them loads
+    nothing heavy, nor any of their read-side parts."""
+    code = ("import sys; before = set(sys.modules)\n"
+            "from jobmon import schedulers; s = schedulers.all()\n"
+            "print(sorted(m for m in set(sys.modules) - before))")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    loaded = eval(out.stdout)
+    foreign = {m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names
+               and m.split(".")[0] != "jobmon" and not m.startswith("_")}
+    assert not foreign, foreign
+    assert "jobmon.plugins.condor.scheduler" in loaded
+    assert not [m for m in loaded if ".accounting" in m or ".actions" in m], loaded
+
+
+# --- every part, on each object ----------------------------------------------------------
+
+def _env(path):
+    with open(path) as f:
+        return dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+
+
+def test_identity_from_the_jobs_environment():
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    ads = fixture("htcondor")
+    env = {"_CONDOR_JOB_AD": f"{ads}/.job.ad", "_CONDOR_MACHINE_AD": f"{ads}/.machine.ad"}
+    assert condor.detect(env) and not slurm.detect(env)
+    ident = condor.identify(env)
+    assert isinstance(ident, Identity)
+    assert (ident.job, ident.scheduler, ident.tags["schedd"]) == ("4711.0", "htcondor",
+                                                                  "ap01.example.org")
+    env = _env(fixture("slurm", "prolog", "plain.env"))
+    assert slurm.detect(env) and not condor.detect(env)
+    ident = slurm.identify(env)
+    assert (ident.job, ident.scheduler) == (env["SLURM_JOB_ID"], "slurm")
+    assert env[condor.job_env if condor.job_env in env else slurm.job_env] == env["SLURM_JOB_ID"]
+
+
+def test_per_job_modules_are_the_entry_points_and_import():
+    """What the installers and the doctor check the job's user can import (jobmon.job.
+    job_user_check): the entry point first, every one of them importable."""
+    import importlib
+    for s, entry in ((schedulers.get("htcondor"), "jobmon.plugins.condor.wrapper"),
+                     (schedulers.get("slurm"), "jobmon.plugins.slurm.sampler")):
+        assert s.per_job_modules[0] == entry
+        for m in s.per_job_modules:
+            importlib.import_module(m)
+
+
+def test_cgroup_layout():
+    env = _env(fixture("slurm", "prolog", "plain.env"))
+    names = schedulers.get("slurm").cgroup_names(env)
+    assert names["wanted"] == {f"job_{env['SLURM_JOB_ID']}"}
+    assert names["skip"]("job_99999") and not names["skip"]("system.slice")
+    assert callable(names["choose"])
+    assert schedulers.get("htcondor").cgroup_names({}) is None     # its own, /proc/self/cgroup
+
+
+def test_accounting_of_htcondor_on_a_real_pools_history(tmp_path):
+    s = schedulers.get("htcondor")
+    site = tmp_path / "jobmon.toml"
+    site.write_text(f'[condor]\nhistory = "{fixture("htcondor", "real-pool-25.14", "history")}"\n')
+    src = s.accounting().source(config.load(str(site)))
+    assert isinstance(src, Source)
+    record = {"job": "1.0", "scheduler": "htcondor",
+              "tags": {"GlobalJobId": "vm#1.0#1795333453", "schedd": "vm"}}
+    assert s.lookup_id(record) == "vm#1.0#1795333453"
+    assert s.lookup_id(dict(record, tags={"GlobalJobId": "vm#2.0#1795333453"})) == "1.0"
+    records = src.lookup("1.0")
+    rec = s.pick(records, "1.0", None)
+    assert rec.job == "1.0" and rec.exit_code == 3
+    figures = dict((label, value) for label, value, _unit in s.figures(rec))
+    assert figures["CPU user + system"] == 13.0 and figures["exit"] == "exit code 3"
+    assert s.allocation(rec)["cores_requested"] == 1
+    rows = s.compare({"method": "cgroup-v2", "exit_code": 3, "signal": None,
+                      "wall_seconds": 20.1, "cpu_user_seconds": 19.96,
+                      "cpu_system_seconds": 0.02, "rss_peak_bytes": 317 << 20,
+                      "mem_peak_bytes": 330 << 20}, rec)
+    assert [r["field"] for r in rows] == ["cpu_seconds"] and rows[0]["htcondor"] == 13.0
+    assert "leaves the queue" in s.not_yet
+    label, row, meaning = s.memory_figure
+    assert figures[row] == rec.memory_usage_bytes and "MemoryUsage" in label + meaning
+
+
+def test_accounting_of_slurm_on_recorded_sacct():
+    s = schedulers.get("slurm")
+    with open(fixture("slurm", "sacct", "plain.json")) as f:
+        records = s.accounting().records_from_json(json.load(f))
+    rec = s.pick(records, records[0].job, None)
+    assert rec.state == "COMPLETED" and rec.exit_code == 0
+    figures = dict((label, value) for label, value, _unit in s.figures(rec))
+    assert figures["exit"] == "exit code 0" and figures["state"] == "COMPLETED"
+    assert s.allocation(rec)["cores_allocated"] == rec.alloc_cpus
+    rows = s.compare({"exit_code": 1, "signal": None, "method": "cgroup-v1"}, rec)
+    assert [(r["field"], r["slurm"]) for r in rows] == [("exit", "exit 0")]
+    assert s.lookup_id({"job": "12345_7", "scheduler": "slurm"}) == "12345_7"
+    assert "sacct" in s.not_yet
+    label, row, meaning = s.memory_figure
+    assert figures[row] == rec.max_rss_bytes and "MaxRSS" in label + meaning
+
+
+def test_outcome_words_classify_recorded_ends():
+    """Each object's states and codes, as jobmon.report.canonical reads them from a real
+    record of each scheduler."""
+    from jobmon.report import canonical
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    assert condor.state_names[5] == "held" and not slurm.state_names
+    assert "pending" in slurm.in_flight and "transferring_output" in condor.in_flight
+    assert (condor.code_cause(1), condor.code_cause(12, 2), condor.code_cause(12),
+            condor.code_cause(1010), condor.code_cause(99999)) == \
+        ("user", "user", "site", "preemption", "unknown")
+    assert slurm.code_cause(1) is None and "removed" not in slurm.state_ends
+    with open(fixture("slurm", "sacct", "cancelled.json")) as f:
+        (rec,) = slurm.accounting().records_from_json(json.load(f))
+    c = canonical.classify(canonical.run_end(None, rec.as_dict()))
+    assert (c.outcome, c.cause) == ("badput", "user") and c.reason.startswith(
+        slurm.state_ends["cancelled"][1])
+    held = {"status": 5, "hold_code": 1, "hold_reason": "via condor_hold", "run": 1}
+    c = canonical.classify(canonical.run_end(None, held))
+    assert (c.outcome, c.cause) == ("badput", "user") and "held (code 1)" in c.reason
+
+
+def test_id_syntax_and_qualification():
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    assert condor.global_id("ap01#4711.0#1700000000") == ("4711.0", "ap01#4711.0#1700000000")
+    assert condor.global_id("4711.0") is None and slurm.global_id("4711.0") is None
+    assert condor.split_qualified("ap01#4711.0") == ("4711.0", "ap01")
+    assert slurm.split_qualified("ap01#4711.0") == ("ap01#4711.0", None)
+    assert condor.qualifier({"tags": {"schedd": "ap01"}}) == "ap01"
+    assert slurm.qualifier({"tags": {"schedd": "ap01"}}) is None
+    assert (condor.id_members, slurm.id_members) == ((".",), ("_",))
+    long = "submit-node.example.org#4711.0#1700000000"
+    assert condor.short_id(long, 16) == "submit-n…#4711.0" and slurm.short_id(long, 16) is None
+    assert condor.short_id(long, 8) is None and condor.short_id("ap01#4711.0#1", 16) == \
+        "ap01#4711.0"
+    for s, good, bad in ((condor, ("4711", "4711.0", "ap#1.0#2"), ("12345_7",)),
+                         (slurm, ("12345", "12345_7", "12345+0"), ("4711.0",))):
+        assert all(re.fullmatch(s.id_pattern, t) for t in good), s
+        assert not any(re.fullmatch(s.id_pattern, t) for t in bad), s
+
+
+def test_actions(tmp_path):
+    site = tmp_path / "jobmon.toml"
+    site.write_text('[condor]\nschedd = "ap01.example.org"\n')
+    cfg = config.load(str(site))
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    act = condor.actions(cfg)
+    assert (act.name, act.action) == ("htcondor", "hold") and act.action in condor.action_texts
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    assert condor.actions(config.load(str(empty))) is None
+    act = slurm.actions(cfg)
+    if act is not None:          # squeue on PATH
+        assert act.name == "slurm" and act.action in slurm.action_texts
+    assert set(slurm.action_texts) == {"requeuehold", "cancel"}
+    assert "{id}" in condor.opt_out and "{id}" in slurm.opt_out
+    assert condor.actions_need and slurm.actions_need
+
+
+def test_doctor_checks_and_install_without_the_schedulers_tools(tmp_path):
+    node = Node(config_path=str(tmp_path / "none.toml"), env={"PATH": str(tmp_path)})
+    for s in schedulers.all():
+        checks = s.doctor_checks(node)
+        assert checks and all(isinstance(c, Check) for c in checks)
+        assert (checks[0].name, checks[0].status) == (s.tag, FAIL), checks[0].as_dict()
+        assert s.doctor_tool and s.daemons and s.job_env
+        # a usage error: wired to the installer, and nothing is written
+        assert s.install(["--no-such-option"]) == 2, s
+        assert s.install_command
