@@ -213,6 +213,12 @@ def test_spool_limit_drops_a_running_jobs_file_and_its_sampler_goes_on_in_a_new_
     # just as the file was dropped may be counted there and also shipped)
     assert 0 <= (dropped - 1) + len(rep["samples"]) - rep["summary"]["samples"] <= 1
     assert len(rep["samples"]) >= 10
+    # the report says what share of the run its stored data covers, and why
+    lost = rep["summary"]["samples"] - len(rep["samples"])
+    assert lost >= 13 and f"{lost} of its {rep['summary']['samples']} samples are not in " \
+        "the store" in rep["verdict"]["data"]["reasons"], rep["verdict"]["data"]
+    wall = rep["summary"]["wall_seconds"]
+    assert rep["verdict"]["data"]["percent"] <= round(100 * (wall - lost * 0.05) / wall, 1)
 
 
 def test_torn_last_line_is_skipped_not_shipped(site):

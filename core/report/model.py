@@ -208,7 +208,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
         "start_time": run.start_time, "end_time": s.get("end_time"),
         "command": first.get("command"), **_tags(run.records),
     }
-    s.update(completeness.fields(s))
+    s.update(completeness.fields(s, stored=len(samples)))
     advice = advise(dict(s, scheduler=first.get("scheduler"), **eff),
                     cfg or DEFAULT_CFG) if state != "running" else []
     return {"header": header, "verdict": verdict.build(s, eff, advice, header, state,

@@ -1,7 +1,8 @@
 """How much of a run its data covers, and why not all of it: one figure
 (`completeness_percent`, the share of the run's wall time its samples cover) and its
 reasons (`completeness_reasons`): gaps between samples, a cut-short end, reads that failed,
-points the spool lost, and figures that are bounds rather than exact.
+points the spool lost, samples the store does not hold, and figures that are bounds rather
+than exact.
 
 A stretch between two samples (or from the start to the first) longer than GAP_INTERVALS
 sampling intervals and GAP_SLACK seconds is a gap: all of it but one interval is missing,
@@ -55,11 +56,16 @@ def _n(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v else 0
 
 
-def assess(s):
-    """(completeness_percent or None without a wall time, [reasons]) of a summary."""
+def assess(s, stored=None):
+    """(completeness_percent or None without a wall time, [reasons]) of a summary; stored:
+    how many of its samples the store holds (the read side), else None."""
     wall = _n(s.get("wall_seconds"))
     interval = _n(s.get("interval_seconds"))
     reasons, missing = [], 0.0
+    taken = int(_n(s.get("samples")))
+    if stored is not None and taken > stored:   # dropped on the way (a spool over its
+        missing += (taken - stored) * interval  # limit) or set aside (out of range)
+        reasons.append(f"{taken - stored} of its {taken} samples are not in the store")
     if s.get("cut_short"):
         end = _n(s.get("missing_seconds_max"))
         missing += end
@@ -99,10 +105,10 @@ def assess(s):
     return round(100.0 * max(wall - missing, 0.0) / wall, 1), reasons
 
 
-def fields(s):
+def fields(s, stored=None):
     """The summary's completeness_percent and completeness_reasons ("; " between them,
-    "" when nothing is missing)."""
-    pct, reasons = assess(s)
+    "" when nothing is missing); stored: as for assess."""
+    pct, reasons = assess(s, stored)
     return {"completeness_percent": pct, "completeness_reasons": "; ".join(reasons)}
 
 
