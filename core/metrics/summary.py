@@ -245,10 +245,11 @@ SUMMARY_FIELDS = place((
     ("sample_gap_longest_seconds", "s", "wall", "the longest of them"),
     ("failed_reads", "count", "count", "samples whose probe read failed (nothing known then)"),
     ("completeness_percent", "%", "percent",
-     "the share of the run its data covers: wall less the gaps, the reads that failed, the "
-     "points the spool lost and a cut-short end (one interval each); advice below the "
-     "site's [report] min_completeness_percent is withheld, and `jobmon act` does not act "
-     "below [actions] min_completeness_percent"),
+     "the share of the run its data covers: wall less the gaps, a cut-short end, and one "
+     "interval for each read that failed and each point the spool lost (reports also count "
+     "the samples the store does not hold); advice below the site's [report] "
+     "min_completeness_percent is withheld, and `jobmon act` does not act below [actions] "
+     "min_completeness_percent"),
     ("completeness_reasons", "text", None,
      "why the data is not whole or exact: gaps, a cut-short end, failed reads, lost points, "
      "monitoring errors, figures that are bounds (procfs mode), energy or GPU figures "
