@@ -247,9 +247,9 @@ SUMMARY_FIELDS = place((
     ("completeness_percent", "%", "percent",
      "the share of the run its data covers: wall less the gaps, a cut-short end, and one "
      "interval for each read that failed and each point the spool lost (reports also count "
-     "the samples the store does not hold); advice below the site's [report] "
-     "min_completeness_percent is withheld, and `jobmon act` does not act below [actions] "
-     "min_completeness_percent"),
+     "the samples the store does not hold); below the site's [report] "
+     "min_completeness_percent the advice that rests on what the samples saw is withheld, "
+     "and `jobmon act` does not act below [actions] min_completeness_percent"),
     ("completeness_reasons", "text", None,
      "why the data is not whole or exact: gaps, a cut-short end, failed reads, lost points, "
      "monitoring errors, figures that are bounds (procfs mode), energy or GPU figures "

@@ -7,7 +7,7 @@ jobmon.summary.efficiency, cfg the [report] section -- and returns one line or N
 import math
 
 from .completeness import below
-from .efficiency import BASIS_TEXT, sizing_peak
+from .efficiency import BASIS_TEXT, SAMPLED, sizing_peak
 from ..metrics.declared import RULES as DECLARED
 from ..printable import fixed, size
 
@@ -303,9 +303,19 @@ RULES = (oom_killed, cpu_contended, cpu_underused, cpu_oversubscribed, memory_ov
          memory_leak, gpu_idle, one_node_busy, killed_at_end, short_job, no_allocation)
 
 
-# rules whose figures are the run's own whatever its samples missed: the kernel's OOM kill,
-# its wall time, its request
-WHOLE_RUN = ("oom_killed", "short_job", "no_allocation")
+# rules that rest on what the samples saw (a gap, a failed read, a lost stretch takes
+# from it): idle stretches, the memory trend, GPU use, nodes' shares; the other rules read
+# counters each sample reads whole (CPU, PSI, I/O, throttling, limit hits, the kernel's
+# peaks), which a gap does not lose
+SAMPLED_RULES = ("stalled", "memory_leak", "gpu_idle", "one_node_busy")
+
+
+def sampled_rules(s):
+    """The rules a run's samples decide: the memory rules too where its sizing peak is the
+    samples' own (no kernel high-water mark)."""
+    if s.get("mem_sizing_basis") == SAMPLED:
+        return SAMPLED_RULES + ("memory_overrequested", "memory_near_limit")
+    return SAMPLED_RULES
 
 
 def advise(summary, cfg):
@@ -317,11 +327,13 @@ def advise(summary, cfg):
     off = {x.strip() for x in (cfg.get("disabled") or "").split(",") if x.strip()}
     out = []
     short = below(summary, cfg.get("min_completeness_percent"))
+    held = sampled_rules(summary) if short else ()
     if short and "data_incomplete" not in off:
         out.append({"rule": "data_incomplete", "ask": None,
-                    "text": f"advice from its samples withheld: {short}"})
+                    "text": f"{short}: no advice from what its samples saw (idle stretches, "
+                            "a memory trend, GPU use, sampled peaks)"})
     for rule in RULES:
-        if rule.__name__ in off or (short and rule.__name__ not in WHOLE_RUN):
+        if rule.__name__ in off or rule.__name__ in held:
             continue
         text, ask = _split(rule(summary, cfg))
         if text:

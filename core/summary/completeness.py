@@ -11,7 +11,7 @@ at a short interval from reading as lost data. A sample whose probe read failed 
 (CPU, I/O) are read whole at every sample, so a gap loses the shape of the run, its
 sampled peaks and its idle stretches, not its totals; a cut-short end loses totals too.
 
-Advice that a run's data cannot support is withheld below the site's
+Advice that rests on what the samples saw is withheld below the site's
 `[report] min_completeness_percent`, and `jobmon act` neither warns nor acts below
 `[actions] min_completeness_percent`. Standard library only (the per-job path)."""
 
