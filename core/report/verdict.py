@@ -10,10 +10,11 @@ GIB, MIB = 1 << 30, 1 << 20
 PEAK_NAME = {RESIDENT: "resident peak", KERNEL: "kernel peak", SAMPLED: "sampled peak"}
 # which advice the verdict names: what keeps the next run from failing first, then the
 # largest waste, then the rest; a rule not named here comes after these, in its order
-FIRST = ("oom_killed", "data_incomplete", "memory_near_limit", "memory_thrashing",
-         "cpu_oversubscribed", "gpu_idle", "cpu_underused", "memory_overrequested", "one_node_busy",
+# (data_incomplete last: the verdict's data line says as much)
+FIRST = ("oom_killed", "memory_near_limit", "memory_thrashing", "cpu_oversubscribed",
+         "gpu_idle", "cpu_underused", "memory_overrequested", "one_node_busy",
          "killed_at_end", "io_bound", "stalled", "memory_leak", "cpu_contended",
-         "no_allocation", "short_job")
+         "no_allocation", "short_job", "data_incomplete")
 
 
 def _memory(nbytes, unit):
