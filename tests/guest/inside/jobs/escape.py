@@ -3,6 +3,8 @@ that burns PARENT s of CPU, and a child that setsid()s and double-forks a daemon
 DAEMON s after the parent has gone. Each reports its own getrusage just before it exits
 (the parent: itself and its reaped child; the daemon: itself), as the bench's truth does:
 what they use after that -- the exit, the interpreter's shutdown -- only a parent sees.
+The daemon outlives the parent whatever the scheduling: it waits for the parent's end
+(polling, counted in its own figure) before it reports.
 
     python3 escape.py OUT PARENT DAEMON      writes OUT (the parent's) and OUT.daemon
 """
@@ -25,6 +27,7 @@ def own(*who):
     return sum(r.ru_utime + r.ru_stime for r in rus)
 
 
+main = os.getpid()
 pid = os.fork()
 if pid == 0:
     os.setsid()
@@ -35,6 +38,9 @@ if pid == 0:
         os.dup2(null, fd)
     try:
         burn(time.process_time() + daemon_s)
+        deadline = time.monotonic() + 120
+        while os.path.exists(f"/proc/{main}") and time.monotonic() < deadline:
+            time.sleep(0.02)   # until jobmon reaped the parent
         with open(out + ".daemon.tmp", "w") as f:
             json.dump({"cpu": own(resource.RUSAGE_SELF)}, f)
         os.replace(out + ".daemon.tmp", out + ".daemon")
