@@ -6,8 +6,11 @@ the figures whose scope is not the job's own or whose method is not exact, so th
 reads a node's or a device's figure as a job's. A test keeps every field in this table.
 """
 from .metrics import PROCS_FIELDS, PROCS_TOP_KEYS, SAMPLE_FIELDS, SUMMARY_FIELDS
-from .metrics.declared import FIGURES as DECLARED_FIGURES, SAMPLE_ROWS, scope_method
+from .metrics.declared import PROCS
+from .metrics.samples import SAMPLE_METRICS
+from .metrics.summary import SUMMARY_FIGURES
 from .metrics.ranges import DEFAULTS, kinds
+from . import schedulers
 
 SCOPES = {
     "job": "the job's own processes or cgroup",
@@ -24,82 +27,11 @@ METHODS = {
     "recorded": "as given: the job's identity, its request, the scheduler's record, a "
                 "site setting",
 }
-# (scope, method): fields; a note where a mode changes the method (a declared metric's are
-# its declaration's: jobmon.metrics.declared)
-_TABLE = {
-    ("job", "exact"): """cpu_user_seconds cpu_system_seconds mem_resident_bytes mem_cache_bytes
-        mem_swap_bytes mem_peak_bytes read_bytes write_bytes rchar_bytes wchar_bytes
-        cpu_pressure_seconds mem_pressure_seconds
-        mem_pressure_full_seconds io_pressure_seconds io_pressure_full_seconds
-        mem_major_faults oom_kills procs threads
-        oom_time oom_time_within_seconds oom_pid oom_command oom_victim_rss_bytes
-        oom_charge_bytes oom_limit_bytes oom_limit_hits oom_anon_bytes oom_cache_bytes gpus_in_use
-        gpu_count gpu_mem_bytes net_rx_bytes net_tx_bytes net_rx_packets net_tx_packets
-        start_time end_time exit_code signal wall_seconds leftover_procs procs_killed_at_end
-        gpu_samples_missing gpu_shared_samples energy_missing_seconds samples
-        monitor_cpu_seconds monitor_read_seconds monitor_errors cut_short reconciled
-        cpu_idle_samples elapsed_seconds lost_points sample_gaps sample_gap_seconds
-        sample_gap_longest_seconds failed_reads""",
-    ("job", "apportioned"): """cpu_energy_joules dram_energy_joules energy_joules
-        power_watts""",
-    ("job", "estimated"): """network_fs mem_resident_peak_bytes cpu_wait_seconds rss_peak_bytes
-        swap_peak_bytes procs_max threads_max gpu_mem_peak_bytes co2e_grams
-        missing_seconds_max mem_growth_bytes_per_hour mem_rising procs_top
-        cpu_energy_error_joules dram_energy_error_joules energy_error_joules
-        co2e_error_grams""",
-    ("job", "derived"): """cpu_cores cpu_cores_avg mem_sizing_peak_bytes mem_sizing_basis
-        cpu_pressure_percent cpu_wait_percent mem_pressure_percent io_pressure_percent
-        cpu_idle_seconds gpu_unused_seconds cpu_idle_longest_seconds
-        gpu_unused_longest_seconds idle_allocation
-        cpu_efficiency_percent mem_efficiency_percent canonical_units provisioned_core_hours
-        used_core_hours idle_core_hours idle_canonical_core_hours idle_limited_by outcome
-        outcome_reason outcome_cause window_seconds advice completeness_percent
-        completeness_reasons""",
-    ("job", "recorded"): """job user method cores_requested cores_allocated
-        mem_requested_bytes mem_allocated_bytes gpus_requested gpus_allocated gpu_hours
-        interval_seconds scheduler_state scheduler_code scheduler_subcode cancelled_by
-        scheduler_user ownership pressure_source oom_source energy_parts energy_method net_source
-        mem_limit_bytes scheduler_memory_bytes scheduler_cpu_seconds batch""",
-    ("device", "exact"): "gpu_util_percent gpu_energy_joules gpu_idle_samples",
-    ("device", "derived"): "gpu_util_avg_percent idle_gpu_hours gpu_energy_error_joules",
-    ("node", "recorded"): "host psi energy_share carbon_intensity",
-}
-NOTES = {
-    "mem_resident_bytes": "procfs mode: estimated (PSS within a CPU budget, carried forward)",
-    "mem_cache_bytes": "procfs mode: the file pages the job maps",
-    "read_bytes": "local block devices only: network file systems are not in it "
-                  "(network_fs names those the job used)",
-    "write_bytes": "local block devices only: network file systems are not in it "
-                   "(network_fs names those the job used); procfs mode: written less "
-                   "cancelled, never going back (a write cancelled after a sample counted "
-                   "it stays counted)",
-    "network_fs": "looked for every 60 s, in up to 64 processes' working directories and "
-                  "open files, 256 links in all",
-    "procs_max": "exact where the pids controller keeps a high-water mark",
-    "gpu_energy_joules": "the job's own where no other process used its GPUs "
-                         "(gpu_shared_samples 0); none for MIG slices",
-    "gpu_util_percent": "the job's own where no other process used its GPUs",
-    "energy_joules": "its GPU part is the devices' counter (exact where not shared)",
-    "power_watts": "the rate of energy_joules",
-    "co2e_grams": "energy_joules x the site's carbon intensity",
-    "cpu_energy_joules": "energy_share says how: busy or capacity",
-    "dram_energy_joules": "by CPU time, not by memory traffic",
-    **{f"oom_{k}": "from the kernel's log; oom_source samples: " + how for k, how in (
-        ("time", "the sample that counted the kill"),
-        ("time_within_seconds", "the time since the sample before"),
-        ("pid", "none (jobmon run: its command, where SIGKILL ended it)"),
-        ("command", "none (jobmon run: its command, where SIGKILL ended it)"),
-        ("victim_rss_bytes", "none"),
-        ("charge_bytes", "the cgroup's high-water mark at the sample that counted the kill"),
-        ("limit_bytes", "the limit the probe read"),
-        ("limit_hits", "the cgroup's count at the sample that counted the kill"),
-        ("anon_bytes", "none, but the sample before where the cgroup keeps no high-water "
-                       "mark"),
-        ("cache_bytes", "as oom_anon_bytes"))},
-}
-FIGURES = {n: sm for sm, names in _TABLE.items() for n in names.split()}
-FIGURES.update({n: scope_method(n)[:2] for n in list(SAMPLE_ROWS) + list(DECLARED_FIGURES)})
-NOTES.update({n: scope_method(n)[2] for n in SAMPLE_ROWS})
+# name -> (scope, method) and name -> note, from every declaration (jobmon.metrics.declared):
+# a sample field's end-of-job figure of the same name has the field's
+_DECLARED = PROCS + SUMMARY_FIGURES + SAMPLE_METRICS
+FIGURES = {d.name: (d.scope, d.method()) for d in _DECLARED}
+NOTES = {d.name: d.note() for d in _DECLARED}
 
 
 def figure(name):
@@ -111,6 +43,14 @@ def figure(name):
     if NOTES.get(name):
         out["note"] = NOTES[name]
     return out
+
+
+def _meaning(name, meaning):
+    """A summary field's meaning and what each registered scheduler gives it (its object's
+    field_notes)."""
+    notes = [f"{s.name}: {s.field_notes[name]}" for s in schedulers.all()
+             if name in s.field_notes]
+    return f"{meaning} ({'; '.join(notes)})" if notes else meaning
 
 
 def _how(name):
@@ -125,8 +65,8 @@ high-water mark (`pids.peak`), that mark is the peak of the job's tasks, exact: 
 is it where no sample saw a process with more than one thread (else the samples', a lower
 bound). A cgroup without that mark gives the samples' largest count, a lower bound.
 
-In procfs mode (no cgroup: an unprivileged `jobmon run`, `--cgroup=none`, an HTCondor job on a
-node whose starter has no cgroup) no interface open to an unprivileged process reports a
+In procfs mode (no cgroup: an unprivileged `jobmon run`, `--cgroup=none`, a batch job on a
+node whose scheduler gives it no cgroup) no interface open to an unprivileged process reports a
 fork. jobmon knows of each process it found the clock tick it was born in (its start time)
 and moments it still existed, and counts every set of processes that provably existed
 together:
@@ -175,7 +115,8 @@ def markdown():
             "(s since the job started) and `method` (the probe that took it).", "",
             "## Per job (summary, written at the end)", "",
             "| field | unit | scope | method | range | meaning |", "|---|---|---|---|---|---|"]
-    out += [f"| `{n}` | {u} | {_how(n)} | {r or ''} | {m} |" for n, u, r, m in SUMMARY_FIELDS]
+    out += [f"| `{n}` | {u} | {_how(n)} | {r or ''} | {_meaning(n, m)} |"
+            for n, u, r, m in SUMMARY_FIELDS]
     out += ["", "## Per-process breakdown (every `[procs] every_seconds`)", "",
             "| field | unit | kind | scope | method | range | meaning |",
             "|---|---|---|---|---|---|---|"]

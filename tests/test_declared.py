@@ -1,6 +1,7 @@
 """A metric declared beside its probe (jobmon.metrics.declared): a declaration that leaves a
 mode unsaid, names a key nobody reads or folds in a way the summary does not know is
-refused when jobmon loads; declared rows keep the places the hand tables give them."""
+refused when jobmon loads; every field is declared once, and keeps its place in the tables
+(the order of the embedded store's columns)."""
 import pytest
 
 from jobmon.metrics import declared
@@ -29,12 +30,37 @@ def test_a_declaration_says_each_mode_in_the_docs():
     assert m.note() == "cgroup-v2: a; cgroup-v1: b; procfs: none (why)"
 
 
-def test_a_bare_name_keeps_its_place_and_the_rest_follow():
-    rows = (("a",), "b", ("c",))
-    got = declared.place(rows, {"b": ("b", "declared"), "d": ("d", "declared")})
-    assert got == (("a",), ("b", "declared"), ("c",), ("d", "declared"))
+def test_a_declaration_may_say_its_method_once_for_every_mode():
+    d = {k: v for k, v in GOOD.items() if k != "modes"}
+    m = declared.Metric(dict(d, method="estimated", note="procfs mode: a bound"), "test")
+    assert (m.method(), m.note()) == ("estimated", "procfs mode: a bound")
+    with pytest.raises(ValueError):   # both, or neither
+        declared.Metric(dict(GOOD, method="exact"), "test")
     with pytest.raises(ValueError):
-        declared.place(("e",), {})
+        declared.Metric(d, "test")
+    with pytest.raises(ValueError):
+        declared.Metric(dict(d, method="exact", scope="cluster"), "test")
+
+
+def test_a_figure_of_a_sample_field_has_that_fields_scope_and_method():
+    metric = declared.Metric(dict(GOOD, scope="device"), "test")
+    f = declared.Figure({"name": "x_count", "meaning": "the run's total"}, "test", metric)
+    assert (f.row(), f.scope, f.method()) == (("x_count", "count", "count", "the run's total"),
+                                              "device", "exact")
+    with pytest.raises(ValueError):   # its own method would contradict the field's
+        declared.Figure({"name": "x_count", "meaning": "m", "method": "derived"}, "t", metric)
+    with pytest.raises(ValueError):   # a figure of its own says its unit, range and method
+        declared.Figure({"name": "y", "unit": "s", "meaning": "m"}, "test")
+
+
+def test_the_order_keeps_every_existing_field_in_place_and_the_new_ones_follow():
+    a, b, c = (declared.Figure({"name": n, "unit": "", "range": None, "method": "recorded",
+                                "meaning": "m"}, "test") for n in "abc")
+    assert declared.ordered(("b", "a"), (a, b, c)) == (b, a, c)
+    with pytest.raises(ValueError):   # ordered, declared nowhere
+        declared.ordered(("e",), (a,))
+    with pytest.raises(ValueError):   # declared twice
+        declared.ordered((), (a, b, a))
 
 
 def test_every_declared_figure_has_its_fold_and_its_parts():
@@ -44,3 +70,44 @@ def test_every_declared_figure_has_its_fold_and_its_parts():
     for m in declared.DECLARED:
         assert all(r["field"] in declared.FIGURES for r in m.report), m.name
         assert all(a["field"] in declared.FIGURES for a in m.advice), m.name
+
+
+def test_every_field_is_defined_in_exactly_one_place():
+    """samples.py and summary.py hold the order of the names only; every sample, summary and
+    breakdown field comes from exactly one declaration, with a scope and a method, and
+    metrics_doc keeps no table of its own."""
+    import ast
+    import os
+
+    from jobmon import metrics, metrics_doc
+    from jobmon.metrics import samples, summary
+    from helpers import REPO
+    for mod in (samples, summary):
+        assert all(isinstance(n, str) for n in mod.ORDER)
+        tree = ast.parse(open(mod.__file__, encoding="utf-8").read())
+        strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                   and isinstance(n.value, str) and " " in n.value]
+        assert strings == [ast.get_docstring(tree)], (mod.__name__, strings[1:])  # no meanings
+    with open(os.path.join(REPO, "core", "metrics_doc.py"), encoding="utf-8") as f:
+        assert "_TABLE" not in f.read()
+    declarations = {}
+    modules = dict(declared.DECLARING + declared.BREAKDOWN + samples.SUMMARY_DECLARING +
+                   summary.DECLARING)   # a module may declare sample and summary fields
+    for src, mod in modules.items():
+        for d in getattr(mod, "METRICS", ()):
+            declarations.setdefault(("sample" if (src, mod) not in declared.BREAKDOWN
+                                     else "procs", d["name"]), []).append(src)
+        for d in getattr(mod, "FIGURES", ()):
+            declarations.setdefault(("summary", d["name"]), []).append(src)
+    for m in declared.DECLARED:
+        for f in m.summary:
+            declarations.setdefault(("summary", f["name"]), []).append(m.source)
+    twice = {k: v for k, v in declarations.items() if len(v) != 1}
+    assert not twice, twice
+    tables = {"sample": metrics.SAMPLE_FIELDS, "summary": metrics.SUMMARY_FIELDS,
+              "procs": metrics.PROCS_FIELDS}
+    for table, rows in tables.items():
+        assert sorted(r[0] for r in rows) == sorted(n for t, n in declarations if t == table)
+        for r in rows:
+            f = metrics_doc.figure(r[0])
+            assert f["scope"] in metrics_doc.SCOPES and f["method"] in metrics_doc.METHODS

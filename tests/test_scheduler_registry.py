@@ -26,7 +26,7 @@ attach/steps.py attach/watch.py cgroups/paths.py cgroups/search.py cli/compare.p
 cli/doctor.py cli/like.py cli/live.py cli/query.py cli/reading.py cli/report.py
 cli/ship.py config/actions.py config/loading.py config/ownership.py config/schema.py
 doctor/entry_points.py doctor/site.py influx/schema.py job/__init__.py job/runner.py
-job/session.py metrics/summary.py metrics_doc.py node/netcount.py printable.py
+job/session.py node/netcount.py printable.py
 probes/gpu_published.py probes/nvml.py render/html.py render/structured.py
 report/aggregate.py report/canonical.py report/job_efficiency.py report/nodes.py
 report/pilot_records.py report/rightsize.py report/runs.py report/verdict.py

@@ -25,3 +25,12 @@ def pilot_accounts(cfg):
 def is_pilot_account(user, patterns):
     from fnmatch import fnmatchcase   # the read side only
     return bool(user) and any(fnmatchcase(user, p) for p in patterns)
+
+
+# the end-of-job figure the shipper and `jobmon reconcile` write, declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "ownership", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "whose job the run is (docs/security.md): own, claim (the scheduler names another "
+                "user: counted nowhere), unconfirmed (counted, marked), local (no scheduler); "
+                "written by the shipper and `jobmon reconcile`, never by the job"},
+)

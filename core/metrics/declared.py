@@ -1,13 +1,14 @@
-"""Metrics declared once, beside the probe that produces them (docs/developing.md, "Add a
-metric"): everything jobmon knows of such a metric comes from its declaration.
+"""Metrics declared once, beside the code that produces them (docs/developing.md, "Adding a
+metric"): everything jobmon knows of a figure comes from its declaration.
 
-A probe module lists what it produces in METRICS, one dict per metric, with these keys:
+A module lists the sample fields it produces in METRICS, one dict per metric:
 
   name, unit, range, kind, meaning  the sample field (as a row of SAMPLE_FIELDS)
   scope    job (the default), device or node: what the figure covers
+  method   how it is obtained (a method of jobmon.metrics_doc.METHODS) and, optionally,
+  note     what changes it in a mode; or, instead of both:
   modes    {mode: (method, how)} for each of cgroup-v2, cgroup-v1 and procfs: how the
-           figure is obtained there (a method of jobmon.metrics_doc.METHODS), or
-           (None, why there is none)
+           figure is obtained there, or (None, why there is none)
   read     {mode: (controller, file, key, per)}: where a cgroup probe reads it, a
            'key value' line of a file of the job's cgroup (v1: of that controller's
            cgroup; key None: the file is one number); the value divided by per (None:
@@ -27,44 +28,66 @@ A probe module lists what it produces in METRICS, one dict per metric, with thes
            threshold, a key of the site's [report]), default, text (str.format'ed with
            value and the summary's fields) and doc (what docs/reports.md says of it)
 
-This module turns them into the tables the rest reads: jobmon.metrics places the sample
-and summary rows, jobmon.metrics_doc their scope and method, the summary fold its LAST,
-PEAKS and PERCENTS, the report its rows, the dashboards their panels, the advice its rules
-and [report] its settings. Standard library only and no collections (the per-job path
-imports it)."""
-from ..probes import cgroup
+and the end-of-job figures its own code computes (the fold's totals, efficiency, OOM, the
+record's identity...) in FIGURES, one dict per figure: name, unit, range, scope, method,
+note and meaning as above. A figure named as a sample field is that field's end-of-job
+value: its unit and range are the field's unless it says otherwise, its scope, method and
+note are the field's.
 
-# every module that declares metrics
-DECLARING = (("core/probes/cgroup.py", cgroup.METRICS),)
+This module reads the probes' declarations (DECLARING) and turns them into the tables the
+rest reads: jobmon.metrics places the sample and summary rows (samples.py and summary.py
+hold only their order, and add the declarations of jobmon.summary, the job's record and
+the scheduler interface, which import the tables this module makes), jobmon.metrics_doc
+their scope and method, the summary fold its LAST, PEAKS and PERCENTS, the report its
+rows, the dashboards their panels, the advice its rules and [report] its settings.
+Standard library only and no collections (the per-job path imports it)."""
+from ..probes import breakdown, cgroup, gpu_node, interface, netfs, node_energy, node_net, pressure
+
+# every module of jobmon.probes that declares metrics, in the order their new fields follow
+# the existing ones
+DECLARING = (("core/probes/interface.py", interface), ("core/probes/pressure.py", pressure),
+             ("core/probes/cgroup.py", cgroup), ("core/probes/gpu_node.py", gpu_node),
+             ("core/probes/node_energy.py", node_energy), ("core/probes/node_net.py", node_net),
+             ("core/probes/netfs.py", netfs))
+# the per-process breakdown's fields (jobmon.metrics.PROCS_FIELDS)
+BREAKDOWN = (("core/probes/breakdown.py", breakdown),)
 
 MODES = ("cgroup-v2", "cgroup-v1", "procfs")
-KEYS = {"name", "unit", "range", "kind", "meaning", "scope", "modes", "read", "summary",
-        "report", "panel", "advice"}
+SCOPES = ("job", "device", "node")
+KEYS = {"name", "unit", "range", "kind", "meaning", "scope", "method", "note", "modes", "read",
+        "summary", "report", "panel", "advice"}
 FIGURE_KEYS = {"name", "fold", "of", "combine", "unit", "range", "method", "meaning"}
+OWN_FIGURE_KEYS = {"name", "unit", "range", "scope", "method", "note", "meaning"}
 FOLDS = ("last", "max", "percent")
 REPORT_GROUPS = ("cpu", "memory")
 
 
 class Metric:
-    """One declaration, checked."""
+    """One sample field's declaration, checked."""
 
-    __slots__ = tuple(sorted(KEYS)) + ("source",)
+    __slots__ = ("name", "unit", "range", "kind", "meaning", "scope", "modes", "read",
+                 "summary", "report", "panel", "advice", "how", "notes", "source")
 
     def __init__(self, d, source):
         odd = set(d) - KEYS
-        if odd or not {"name", "unit", "range", "kind", "meaning", "modes"} <= set(d):
-            raise ValueError(f"{source}: metric {d.get('name')!r}: keys {sorted(odd)} unknown "
-                             "or one of name, unit, range, kind, meaning, modes missing")
-        if set(d["modes"]) != set(MODES) or set(d.get("read", ())) - set(MODES):
+        if odd or not {"name", "unit", "range", "kind", "meaning"} <= set(d) or \
+                ("modes" in d) == ("method" in d) or ("note" in d and "modes" in d):
+            raise ValueError(f"{source}: metric {d.get('name')!r}: keys {sorted(odd)} unknown, "
+                             "one of name, unit, range, kind, meaning missing, or not one of "
+                             "method and modes")
+        if "modes" in d and (set(d["modes"]) != set(MODES) or set(d.get("read", ())) - set(MODES)):
             raise ValueError(f"{source}: {d['name']}: modes must say each of {MODES}")
         if d["kind"] not in ("counter", "gauge"):
             raise ValueError(f"{source}: {d['name']}: kind is counter or gauge")
-        self.source, self.scope = source, "job"
-        for k in ("read", "summary", "report", "panel", "advice"):
+        if d.get("scope", "job") not in SCOPES:
+            raise ValueError(f"{source}: {d['name']}: scope is one of {SCOPES}")
+        self.source, self.scope, self.modes, self.read = source, "job", None, {}
+        self.how, self.notes = d.get("method"), d.get("note")
+        for k in ("summary", "report", "panel", "advice"):
             setattr(self, k, ())
-        self.read = {}
         for k, v in d.items():
-            setattr(self, k, v)
+            if k not in ("method", "note"):
+                setattr(self, k, v)
         for f in self.summary:
             if set(f) - FIGURE_KEYS or f.get("fold") not in FOLDS or \
                     f.get("combine") not in ("sum", "max"):
@@ -73,22 +96,100 @@ class Metric:
             if r["group"] not in REPORT_GROUPS:
                 raise ValueError(f"{source}: {self.name}: report group {r['group']!r}")
 
+    def row(self):
+        return (self.name, self.unit, self.range, self.kind, self.meaning)
+
     def method(self):
         """The metric's method where it is measured (the first mode that measures it)."""
+        if self.how:
+            return self.how
         return next(m for m, _how in (self.modes[x] for x in MODES) if m)
 
     def note(self):
-        """How each mode obtains it, for docs/metrics.md."""
+        """What changes the method in a mode, for docs/metrics.md."""
+        if self.how:
+            return self.notes
         return "; ".join(f"{x}: {how}" if self.modes[x][0] else f"{x}: none ({how})"
                          for x in MODES for how in (self.modes[x][1],))
 
 
-DECLARED = tuple(Metric(d, src) for src, metrics in DECLARING for d in metrics)
-SAMPLE_ROWS = {m.name: (m.name, m.unit, m.range, m.kind, m.meaning) for m in DECLARED}
-# summary field -> (metric, figure)
+class Figure:
+    """One end-of-job figure a module computes itself (its FIGURES), checked; `metric`: the
+    sample field of its name, where there is one."""
+
+    __slots__ = ("name", "unit", "range", "meaning", "scope", "how", "notes", "source")
+
+    def __init__(self, d, source, metric=None):
+        odd = set(d) - OWN_FIGURE_KEYS
+        need = {"name", "meaning"} if metric else {"name", "unit", "range", "method", "meaning"}
+        if odd or not need <= set(d) or metric and {"scope", "method", "note"} & set(d):
+            raise ValueError(f"{source}: figure {d.get('name')!r}: keys {sorted(odd)} unknown "
+                             f"or one of {sorted(need)} missing (a sample field's figure has "
+                             "its scope and method)")
+        if d.get("scope", "job") not in SCOPES:
+            raise ValueError(f"{source}: {d['name']}: scope is one of {SCOPES}")
+        self.source, self.name, self.meaning = source, d["name"], d["meaning"]
+        self.unit = d["unit"] if "unit" in d else metric.unit
+        self.range = d["range"] if "range" in d else metric.range
+        if metric:
+            self.scope, self.how, self.notes = metric.scope, metric.method(), metric.note()
+        else:
+            self.scope, self.how, self.notes = d.get("scope", "job"), d["method"], d.get("note")
+
+    def row(self):
+        return (self.name, self.unit, self.range, self.meaning)
+
+    def method(self):
+        return self.how
+
+    def note(self):
+        return self.notes
+
+
+def metrics(modules):
+    """The Metric of each METRICS entry of (source, module) pairs."""
+    return tuple(Metric(d, src) for src, mod in modules for d in getattr(mod, "METRICS", ()))
+
+
+def figures(modules, sample):
+    """The Figure of each FIGURES entry of (source, module) pairs; sample: {name: Metric}."""
+    return tuple(Figure(d, src, sample.get(d["name"])) for src, mod in modules
+                 for d in getattr(mod, "FIGURES", ()))
+
+
+def ordered(order, declared):
+    """The declarations in `order` (names: the existing fields' order, which the embedded
+    store's columns and existing stores depend on), then every other one in the order
+    declared. A field declared twice, or ordered but declared nowhere, is refused."""
+    by = {}
+    for d in declared:
+        if d.name in by:
+            raise ValueError(f"{d.name} declared twice: {by[d.name].source}, {d.source}")
+        by[d.name] = d
+    missing = set(order) - set(by)
+    if missing or len(set(order)) != len(order):
+        raise ValueError(f"ordered but not declared, or ordered twice: {sorted(missing)}")
+    return tuple(by[n] for n in order) + tuple(d for d in declared if d.name not in set(order))
+
+
+def folded(m, f):
+    """A Metric's summary figure `f` as a Figure (its scope and method by its fold)."""
+    if f["name"] == m.name:
+        return Figure({"name": f["name"], "meaning": f["meaning"]}, m.source, m)
+    method = f.get("method", {"last": m.method(), "max": "estimated",
+                              "percent": "derived"}[f["fold"]])
+    return Figure({"name": f["name"], "unit": f.get("unit", m.unit),
+                   "range": f.get("range", m.range), "scope": m.scope, "method": method,
+                   "meaning": f["meaning"]}, m.source)
+
+
+DECLARED = metrics(DECLARING)
+SAMPLE = {m.name: m for m in DECLARED}
+PROCS = metrics(BREAKDOWN)
+# the end-of-job figures the probes' modules declare: their folds' and their own
+FOLDED = tuple(folded(m, f) for m in DECLARED for f in m.summary) + figures(DECLARING, SAMPLE)
+# summary field -> (metric, figure) of the folded ones
 FIGURES = {f["name"]: (m, f) for m in DECLARED for f in m.summary}
-SUMMARY_ROWS = {n: (n, f.get("unit", m.unit), f.get("range", m.range), f["meaning"])
-                for n, (m, f) in FIGURES.items()}
 # the fold (jobmon.summary): summary field <- the sample field's last value / largest value;
 # percent: summary field <- (numerator, denominator) of the summary
 LAST = {n: m.name for n, (m, f) in FIGURES.items() if f["fold"] == "last"}
@@ -108,26 +209,3 @@ for _m in DECLARED:
 RULES = tuple(a for m in DECLARED for a in m.advice)
 # [report] settings of the declared rules: key -> (type, default)
 SETTINGS = {a["setting"]: (type(a["default"]), a["default"]) for a in RULES}
-
-
-def scope_method(name):
-    """(scope, method, note) of a declared sample or summary field, else None."""
-    for m in DECLARED:
-        if m.name == name:
-            return m.scope, m.method(), m.note()
-    if name not in FIGURES:
-        return None
-    m, f = FIGURES[name]
-    default = {"last": m.method(), "max": "estimated", "percent": "derived"}[f["fold"]]
-    return m.scope, f.get("method", default), None
-
-
-def place(rows, declared):
-    """The hand table `rows` with each bare name replaced by that declared row (where a
-    declared metric keeps its place), then every declared row not placed."""
-    names = {r for r in rows if isinstance(r, str)}
-    missing = names - set(declared)
-    if missing:
-        raise ValueError(f"placed but not declared: {sorted(missing)}")
-    return tuple(declared[r] if isinstance(r, str) else r for r in rows) + \
-        tuple(v for k, v in declared.items() if k not in names)

@@ -192,3 +192,35 @@ def for_site(probe, warn=None, clock=time.monotonic):
         return None
     return Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"], clock=clock,
                      stats=getattr(probe, "stats", None))
+
+
+# the breakdown's fields, one record per job every [procs] every_seconds (docs/live.md);
+# its groups travel as one JSON text, procs_top (jobmon.metrics.declared: PROCS_FIELDS)
+METRICS = (
+    {"name": "procs_top", "unit": "JSON", "range": None, "kind": "gauge", "method": "estimated",
+     "meaning": "the job's heaviest processes grouped by command name: the top N by CPU and the "
+                "top N by resident memory (a list of the objects below, CPU first)"},
+    {"name": "procs", "unit": "count", "range": "count", "kind": "gauge", "method": "exact",
+     "meaning": "processes of the job looked at, zombies included"},
+    {"name": "window_seconds", "unit": "s", "range": "wall", "kind": "gauge", "method": "derived",
+     "meaning": "time since the previous breakdown, over which each group's CPU is averaged "
+                "(absent in the first: each process's average over its life)"},
+    {"name": "elapsed_seconds", "unit": "s", "range": "wall", "kind": "gauge", "method": "exact",
+     "meaning": "seconds since the job started"},
+)
+# key, unit, meaning: one group of procs_top (jobmon.metrics.PROCS_TOP_KEYS)
+TOP_KEYS = (
+    ("comm", "", "command name (the kernel's comm, at most 15 bytes)"),
+    ("procs", "count", "live processes with that name"),
+    ("cpu_cores", "cores", "their CPU over the window, in cores"),
+    ("rss_bytes", "bytes", "their resident memory (RSS: pages shared between them count in each)"),
+    ("states", "",
+     "how many of them were in each state: R running, S sleeping, D waiting uninterruptibly "
+     "(usually on I/O), Z zombie (exited, not yet reaped), T stopped"),
+    ("wchan", "",
+     "where its waiting processes (S, D) wait: kernel function -> how many, read from "
+     "/proc/<pid>/wchan for up to 4 of them; absent where the kernel does not say"),
+    ("cmdline", "",
+     "command line of the group's busiest process, cut to 256 characters; only where the site "
+     "allows it ([procs] cmdline), else absent"),
+)

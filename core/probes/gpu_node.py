@@ -335,3 +335,51 @@ class _Nothing:
 
     def close(self):
         pass
+
+
+# the GPU figures of a sample (this module, or nvml.py where JOBMON_GPU=nvml), declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "gpu_count", "unit": "count", "range": "gpus", "kind": "gauge", "method": "exact",
+     "meaning": "GPUs (or MIG slices) of the job: those in CUDA_VISIBLE_DEVICES, else every GPU "
+                "the job may open (absent where no GPU source runs: docs/gpu.md)"},
+    {"name": "gpu_util_percent", "unit": "%", "range": "percent", "kind": "gauge",
+     "scope": "device", "method": "exact",
+     "meaning": "share of time a kernel ran on the job's GPUs (NVML utilization, device-wide, "
+                "averaged over the job's GPUs; other users of a shared GPU count too)",
+     "note": "the job's own where no other process used its GPUs"},
+    {"name": "gpu_mem_bytes", "unit": "bytes", "range": "memory", "kind": "gauge",
+     "method": "exact",
+     "meaning": "GPU memory held by the job's processes, summed over its GPUs (NVML per-process "
+                "use)"},
+    {"name": "gpus_in_use", "unit": "count", "range": "gpus", "kind": "gauge", "method": "exact",
+     "meaning": "of the job's GPUs, those one of its processes is on (holds a context: NVML's "
+                "process list, through the node reader)"},
+    {"name": "gpu_energy_joules", "unit": "J", "range": "joules", "kind": "counter",
+     "scope": "device", "method": "exact",
+     "meaning": "energy the job's GPUs used since the job started (NVML, whole GPUs, none for MIG "
+                "slices; Volta and later). Node reader: every sample, start and end interpolated "
+                "between its readings; JOBMON_GPU=nvml: every 10 s and at the end (one read costs "
+                "~4 ms). A GPU shared with another job gives both its whole energy "
+                "(gpu_shared_samples)",
+     "note": "the job's own where no other process used its GPUs (gpu_shared_samples 0); none for "
+             "MIG slices"},
+)
+
+
+# and the end-of-job record's (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "gpu_energy_joules", "meaning": "energy the job's GPUs used from start to end"},
+    {"name": "gpu_energy_error_joules", "unit": "J", "range": "joules", "scope": "device",
+     "method": "derived",
+     "meaning": "how far gpu_energy_joules may be off (±): at the start and at the end, the "
+                "larger of the interpolated counter's distances to the readings either side (the "
+                "counter never goes back, so the true one lies between them); JOBMON_GPU=nvml: "
+                "the GPUs' power limit x the time from the job's start to the sampler's first read"},
+    {"name": "gpu_samples_missing", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "samples taken without GPU figures because the node reader was down or its data "
+                "older than two refresh periods (never filled in with guesses); null without GPU "
+                "metrics (docs/gpu.md)"},
+    {"name": "gpu_shared_samples", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "samples in which a process not of the job was on its GPUs: their utilization and "
+                "energy were then the devices', the other job's use included"},
+)

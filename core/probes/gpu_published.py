@@ -16,7 +16,6 @@ parent); DIR and the file belong to the reader's user and are writable by it alo
 user cannot make the sampler believe figures of their own making.
 Freshness: a snapshot older than MAX_AGE_PERIODS refresh periods is never used.
 """
-import json
 import os
 import stat
 
@@ -55,6 +54,7 @@ class Snapshot:
     """One published file. Lines are parsed when asked for: a job reads its GPUs only."""
 
     def __init__(self, data):
+        import json   # here: jobmon.metrics imports this module on every job's start
         self.lines = data.decode().rstrip("\n").split("\n")     # str: json skips sniffing
         self.head = json.loads(self.lines[0])
         if not isinstance(self.head, dict) or self.head.get("format") != FORMAT:
@@ -65,6 +65,7 @@ class Snapshot:
         return self.head[key]
 
     def gpu(self, index):
+        import json
         g = self.parsed.get(index)
         if g is None:
             g = self.parsed[index] = json.loads(self.lines[1 + index])

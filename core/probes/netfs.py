@@ -140,3 +140,15 @@ class NetFs:
             return None
         return "; ".join(f"{kind} {point} ({', '.join(sorted(hows, reverse=True))})"
                          for (kind, point), hows in sorted(self.found.items()))
+
+
+# the end-of-job figure this module gives (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "network_fs", "unit": "text", "range": None, "method": "estimated",
+     "meaning": "network and FUSE file systems (nfs, lustre, gpfs, ceph, 9p ...) the job worked "
+                "on, as \"nfs4 /home (working directory, open files)\": their I/O is in "
+                "rchar_bytes and wchar_bytes only, never in read_bytes and write_bytes; empty if "
+                "none",
+     "note": "looked for every 60 s, in up to 64 processes' working directories and open files, "
+             "256 links in all"},
+)

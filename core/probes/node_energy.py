@@ -22,7 +22,6 @@ own reads around it, which misplaces it by the difference of the two intervals' 
 per CPU-second. The model itself (every CPU-second of an interval costs the same) is
 not bounded by these data.
 """
-import json
 
 from .gpu_published import MAX_AGE_PERIODS
 
@@ -31,6 +30,7 @@ FORMAT = 1
 
 
 def parse(data):
+    import json   # here: jobmon.metrics imports this module on every job's start
     r = json.loads(data)
     if not isinstance(r, dict) or r.get("format") != FORMAT:
         raise ValueError(f"not a format {FORMAT} energy reading")
@@ -173,3 +173,76 @@ class EnergyShare:
 
     def close(self):
         self.published.close()
+
+
+# the energy figures of a sample (node_probe.py adds them up and prices them), declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "cpu_energy_joules", "unit": "J", "range": "joules", "kind": "counter",
+     "method": "apportioned",
+     "meaning": "CPU package energy apportioned to the job since it started: between two of the "
+                "node reader's readings, the node's RAPL package energy x the job's share of the "
+                "node's CPU time (energy_share: busy or capacity; docs/energy.md)",
+     "note": "energy_share says how: busy or capacity"},
+    {"name": "dram_energy_joules", "unit": "J", "range": "joules", "kind": "counter",
+     "method": "apportioned",
+     "meaning": "DRAM energy apportioned the same way, by CPU time (RAPL dram zones; none on AMD)",
+     "note": "by CPU time, not by memory traffic"},
+    {"name": "energy_joules", "unit": "J", "range": "joules", "kind": "counter",
+     "method": "apportioned",
+     "meaning": "the job's energy since it started: gpu_energy_joules + cpu_energy_joules + "
+                "dram_energy_joules, those there are (energy_parts says which)",
+     "note": "its GPU part is the devices' counter (exact where not shared)"},
+    {"name": "power_watts", "unit": "W", "range": "watts", "kind": "gauge",
+     "method": "apportioned", "meaning": "energy_joules per second over the last interval",
+     "note": "the rate of energy_joules"},
+    {"name": "co2e_grams", "unit": "gCO2e", "range": "grams", "kind": "counter",
+     "method": "estimated",
+     "meaning": "CO2 equivalent of energy_joules: each interval's energy x the site's carbon "
+                "intensity then (gCO2e per kWh: a constant, or a time series the site provides)",
+     "note": "energy_joules x the site's carbon intensity"},
+)
+
+
+# and the end-of-job record's (their bounds: node_bounds.py) (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "cpu_energy_joules",
+     "meaning": "CPU package energy apportioned to the job, start to end"},
+    {"name": "dram_energy_joules", "meaning": "DRAM energy apportioned to the job, start to end"},
+    {"name": "cpu_energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+     "meaning": "how far cpu_energy_joules may be off (±) by timing, from the readings: the job's "
+                "CPU time before the node reader's first reading (and in a gap where it "
+                "restarted) at the next interval's cost per CPU-second, and at each reading the "
+                "job's CPU time between its own reads around it x the change in that cost; the "
+                "model (every CPU-second of an interval costs the same) is not in it: the data "
+                "cannot bound it"},
+    {"name": "dram_energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+     "meaning": "the same for dram_energy_joules (its model, DRAM energy by CPU time, not bounded)"},
+    {"name": "energy_joules",
+     "meaning": "the job's energy, start to end: GPU + CPU package + DRAM, those there are"},
+    {"name": "energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+     "meaning": "how far energy_joules may be off (±): the sum of its parts' bounds (a worst "
+                "case), absent where a part has none"},
+    {"name": "energy_method", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "how each part of energy_joules was obtained: the GPUs' counter (interpolated "
+                "between the node reader's readings, or read by the sampler), CPU and DRAM by "
+                "RAPL counters x the job's share of the node's CPU time"},
+    {"name": "energy_parts", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "which parts energy_joules holds (gpu, cpu, dram) and why one is missing (no RAPL "
+                "on the node, MIG slices have no counter, no node reader)"},
+    {"name": "energy_share", "unit": "text", "range": None, "scope": "node", "method": "recorded",
+     "meaning": "how CPU and DRAM energy was apportioned: busy (the job's share of the CPU time "
+                "the node used: idle power shared by whatever ran) or capacity (its share of all "
+                "the node's CPU time: idle power left to nobody); a site choice"},
+    {"name": "energy_missing_seconds", "unit": "s", "range": "wall", "method": "exact",
+     "meaning": "seconds of the run whose CPU and DRAM energy is not in the totals (the node "
+                "reader restarted, its counters began anew)"},
+    {"name": "co2e_grams", "meaning": "CO2 equivalent of energy_joules, start to end"},
+    {"name": "co2e_error_grams", "unit": "gCO2e", "range": "grams", "method": "estimated",
+     "meaning": "how far co2e_grams may be off (±) from the energy's: energy_error_joules at the "
+                "highest intensity of the run, plus, where the intensity changed within the run, "
+                "the energy around each step x the step; the intensity's own error is not in it"},
+    {"name": "carbon_intensity", "unit": "gCO2e/kWh", "range": "intensity", "scope": "node",
+     "method": "recorded",
+     "meaning": "carbon intensity the job's CO2e was reckoned at (co2e_grams / energy_joules in "
+                "kWh; the site's constant or time series)"},
+)

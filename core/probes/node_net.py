@@ -6,7 +6,6 @@ it, in any of its sub-cgroups. A job without a cgroup v2 of its own (cgroup v1, 
 mode) gets none: its traffic cannot be told from the node's, and the node's interfaces
 are never given in its place. docs/network.md.
 """
-import json
 import os
 
 from .gpu_published import MAX_AGE_PERIODS
@@ -20,6 +19,7 @@ class Counts:
     """One published file: its header, and the line of one cgroup found when asked."""
 
     def __init__(self, data):
+        import json   # here: jobmon.metrics imports this module on every job's start
         end = data.find(b"\n")
         self.head = json.loads(data[:end if end >= 0 else len(data)])
         if not isinstance(self.head, dict) or self.head.get("format") != FORMAT:
@@ -127,3 +127,37 @@ class NetCounts:
 
     def close(self):
         self.published.close()
+
+
+# the network figures of a sample, declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "net_rx_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
+     "method": "exact",
+     "meaning": "bytes the job's sockets received, loopback included: IP packets from their "
+                "network header on, counted per cgroup v2 by the node reader's BPF program; "
+                "absent without a job cgroup v2 or node reader (net_source says why; "
+                "docs/network.md)"},
+    {"name": "net_tx_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
+     "method": "exact", "meaning": "bytes the job's sockets sent, counted the same way"},
+    {"name": "net_rx_packets", "unit": "count", "range": "count", "kind": "counter",
+     "method": "exact",
+     "meaning": "packets the job's sockets received, as the kernel hands them over (a GRO "
+                "aggregate counts once)"},
+    {"name": "net_tx_packets", "unit": "count", "range": "count", "kind": "counter",
+     "method": "exact",
+     "meaning": "packets the job's sockets sent, as the kernel passes them down (a GSO/TSO "
+                "segment counts once)"},
+)
+
+
+# and the end-of-job record's (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "net_rx_bytes", "meaning": "bytes the job's sockets received (cgroup v2, BPF)"},
+    {"name": "net_tx_bytes", "meaning": "bytes the job's sockets sent (cgroup v2, BPF)"},
+    {"name": "net_rx_packets", "meaning": "packets the job's sockets received"},
+    {"name": "net_tx_packets", "meaning": "packets the job's sockets sent"},
+    {"name": "net_source", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "how the network figures were counted: bpf (the node reader's program on the "
+                "job's cgroup v2; with a note where counting began late or restarted), or not "
+                "available and why (cgroup v1, procfs mode, no privileges, no node reader)"},
+)

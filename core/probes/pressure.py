@@ -206,3 +206,55 @@ class TreeWaits:
 
     def close(self):
         self.threads.close()
+
+
+# the stall figures this module reads, declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "cpu_pressure_seconds", "unit": "s", "range": "wall", "kind": "counter",
+     "method": "exact",
+     "meaning": "wall time during which at least one runnable thread of the job waited for a CPU: "
+                "the kernel's pressure stall information (PSI, `cpu.pressure` some) of the job's "
+                "cgroup; where it has none, cpu_wait_seconds instead (pressure_source says which)"},
+    {"name": "cpu_wait_seconds", "unit": "s", "range": "task_seconds", "kind": "counter",
+     "method": "estimated",
+     "meaning": "time the job's threads were runnable but waiting for a CPU, summed over its "
+                "threads (run-queue wait, `/proc/<tid>/schedstat`): taken where the job's cgroup "
+                "has no PSI (cgroup v1, procfs mode, PSI off); a thread that exited counts up to "
+                "the last sample before, so a lower bound (in procfs mode a process's wait is "
+                "read at a sample only if it ran since the one before, so a wait that has not "
+                "ended by then shows later; a process found having run under 2 ms is read once it "
+                "runs again, from its birth, and does not count if it exits before the next "
+                "sample)"},
+    {"name": "mem_pressure_seconds", "unit": "s", "range": "wall", "kind": "counter",
+     "method": "exact",
+     "meaning": "wall time during which at least one of the job's threads stalled on memory: "
+                "reclaim, swap-in, refaulting pages it had to give up (PSI `memory.pressure` "
+                "some; cgroup v2, or the v2 cgroup jobmon makes beside v1 ones on a hybrid host)"},
+    {"name": "mem_pressure_full_seconds", "unit": "s", "range": "wall", "kind": "counter",
+     "method": "exact",
+     "meaning": "wall time during which all of the job's non-idle threads stalled on memory at "
+                "once: it made no progress (PSI `memory.pressure` full)"},
+    {"name": "io_pressure_seconds", "unit": "s", "range": "wall", "kind": "counter",
+     "method": "exact",
+     "meaning": "wall time during which at least one of the job's threads waited for block I/O "
+                "(PSI `io.pressure` some)"},
+    {"name": "io_pressure_full_seconds", "unit": "s", "range": "wall", "kind": "counter",
+     "method": "exact",
+     "meaning": "wall time during which all of the job's non-idle threads waited for block I/O at "
+                "once (PSI `io.pressure` full)"},
+)
+
+
+# and what the end-of-job record says of them: each one's total (jobmon.summary.fold), where
+# they came from
+FIGURES = (
+    *({"name": m["name"], "meaning": "the run's total (per sample, above)"} for m in METRICS),
+    {"name": "pressure_source", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "where the stall figures come from: psi (the kernel's pressure stall information "
+                "of the job's own cgroup: CPU, memory and I/O, exact), run-queue (no PSI for this "
+                "job -- a scheduler's cgroup v1, procfs mode, or PSI off: CPU from its threads' "
+                "run-queue wait, memory from its limit hits and major faults, no I/O stall figure)"},
+    {"name": "psi", "unit": "text", "range": None, "scope": "node", "method": "recorded",
+     "meaning": "on: the node's kernel keeps PSI; off: it was built or booted without it (no "
+                "/proc/pressure; RHEL 8 needs the boot option psi=1)"},
+)

@@ -25,6 +25,9 @@ class Scheduler:
     doctor_module = ""      # a module with checks(node) -> [doctor Check]
     doctor_tool = ""        # a command of its that the doctor's checks need
     install_command = ""    # the console script that installs its entry points
+    # {summary field: what this scheduler gives it}: docs/metrics.md adds it to the field's
+    # meaning (jobmon.metrics_doc), which names no scheduler itself
+    field_notes = {}
 
     def __repr__(self):
         return f"<Scheduler {self.tag}>"
@@ -133,3 +136,25 @@ class Scheduler:
     def install(self, argv=None):
         """Install its entry points on this node (what `install_command` runs)."""
         raise NotImplementedError
+
+
+# the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`, declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "reconciled", "unit": "count", "range": "flag", "method": "exact",
+     "meaning": "1 once the scheduler's record of the run was applied (`jobmon reconcile`), or "
+                "once it was clear there is none to apply; 0 until then"},
+    {"name": "scheduler_state", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "how the scheduler says the run ended (reconciled), in its words; none: no record"},
+    {"name": "scheduler_code", "unit": "", "range": "code", "method": "recorded",
+     "meaning": "the scheduler's code of why it held or evicted the run (reconciled)"},
+    {"name": "scheduler_subcode", "unit": "", "range": "code", "method": "recorded",
+     "meaning": "the scheduler's finer code of that (reconciled)"},
+    {"name": "cancelled_by", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "who cancelled the run (reconciled), as the scheduler names them"},
+    {"name": "scheduler_user", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "whose job the scheduler says the run was (reconciled)"},
+    {"name": "scheduler_memory_bytes", "unit": "bytes", "range": "memory", "method": "recorded",
+     "meaning": "the scheduler's own memory figure of the run (reconciled)"},
+    {"name": "scheduler_cpu_seconds", "unit": "s", "range": "cpu", "method": "recorded",
+     "meaning": "the scheduler's own CPU figure of the run (reconciled)"},
+)

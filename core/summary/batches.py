@@ -46,3 +46,11 @@ def in_batch(record, name):
     an HTCondor batch name or DAG id (with or without its schedd, as report shows it)?"""
     b = batch_of(record)
     return b is not None and b[0] != "cluster" and name in (b[1], b[1].rpartition("#")[2])
+
+
+# the end-of-job figure of its batch, declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "batch", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "the batch the job belongs to, as `jobmon report` groups them; absent for a lone "
+                "job"},
+)

@@ -130,3 +130,46 @@ def below(s, threshold):
     if pct is None or not threshold or pct >= threshold:
         return None
     return f"its data covers {pct:g} % of the run, under the site's {threshold:g} %"
+
+
+# the gap each sample gets, declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "sample_gap_seconds", "unit": "s", "range": "wall", "kind": "gauge",
+     "method": "exact",
+     "meaning": "seconds of the run so far that no sample covers (jobmon.summary.completeness: "
+                "each stretch between samples longer than two intervals and a second, less one "
+                "interval); only once there is a gap"},
+)
+
+
+# and the end-of-job record's (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "cut_short", "unit": "count", "range": "flag", "method": "exact",
+     "meaning": "1 when the run ended without its end-of-job record (the scheduler SIGKILLed the "
+                "sampler with the job after the vacate time, or the node went down): its figures "
+                "are its samples' fold, up to the last one; 0 when the end-of-job read was made"},
+    {"name": "missing_seconds_max", "unit": "s", "range": "wall", "method": "estimated",
+     "meaning": "at most this much of the run's end is not in its figures: one sampling interval "
+                "for a cut-short run (a live sampler would have sampled again), the time after "
+                "the last read where the job's cgroup went before its final read, else 0"},
+    {"name": "sample_gaps", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "stretches between samples (or from the start to the first) longer than two "
+                "sampling intervals and a second: the sampler was held up (a busy node, a stalled "
+                "file system)"},
+    {"name": "sample_gap_seconds",
+     "meaning": "seconds of those gaps no sample covers (each gap less one interval)"},
+    {"name": "sample_gap_longest_seconds", "unit": "s", "range": "wall", "method": "exact",
+     "meaning": "the longest of them"},
+    {"name": "failed_reads", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "samples whose probe read failed (nothing known then)"},
+    {"name": "completeness_percent", "unit": "%", "range": "percent", "method": "derived",
+     "meaning": "the share of the run its data covers: wall less the gaps, a cut-short end, and "
+                "one interval for each read that failed and each point the spool lost (reports "
+                "also count the samples the store does not hold); below the site's [report] "
+                "min_completeness_percent the advice that rests on what the samples saw is "
+                "withheld, and `jobmon act` does not act below [actions] min_completeness_percent"},
+    {"name": "completeness_reasons", "unit": "text", "range": None, "method": "derived",
+     "meaning": "why the data is not whole or exact: gaps, a cut-short end, failed reads, lost "
+                "points, monitoring errors, figures that are bounds (procfs mode), energy or GPU "
+                "figures missing; \"; \" between them, empty when there is nothing to say"},
+)

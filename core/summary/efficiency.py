@@ -248,3 +248,70 @@ def figures(summary, alloc, memory_per_unit=CANONICAL_MEMORY_BYTES):
     out["outcome"], out["outcome_reason"] = exit_outcome(summary.get("exit_code"),
                                                           summary.get("signal"))
     return out
+
+
+# what the job was given and what it used of it (docs/reports.md), and its outcome, declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "mem_sizing_peak_bytes", "unit": "bytes", "range": "memory", "method": "derived",
+     "meaning": "the memory peak that memory efficiency, advice and right-sizing use: "
+                "rss_peak_bytes where it catches spikes, else mem_peak_bytes (never a figure that "
+                "can miss a spike where the kernel keeps an exact one), else the sampled "
+                "rss_peak_bytes"},
+    {"name": "mem_sizing_basis", "unit": "text", "range": None, "method": "derived",
+     "meaning": "which: resident (rss_peak_bytes, jobmon reaped the job; written \"footprint\" "
+                "before), kernel (mem_peak_bytes: exact, page cache included, so it errs on the "
+                "safe side; where jobmon watches from beside the job), or sampled (rss_peak_bytes "
+                "from samples only: nothing exact was there, a spike between samples may be "
+                "missed)"},
+    {"name": "cores_requested", "unit": "cores", "range": "ratio", "method": "recorded",
+     "meaning": "cores the job asked for (the scheduler's request; `--tag request_cpus=N`)"},
+    {"name": "cores_allocated", "unit": "cores", "range": "cores", "method": "recorded",
+     "meaning": "cores the job was given: the scheduler's allocation on the node, else its "
+                "cgroup's CPU quota or cpuset, else the request"},
+    {"name": "mem_requested_bytes", "unit": "bytes", "range": "bytes", "method": "recorded",
+     "meaning": "memory the job asked for (the scheduler's request; `--tag request_memory=4GiB`)"},
+    {"name": "mem_allocated_bytes", "unit": "bytes", "range": "bytes", "method": "recorded",
+     "meaning": "memory the job was given: the scheduler's allocation, else its cgroup's memory "
+                "limit, else the request"},
+    {"name": "gpus_requested", "unit": "count", "range": "count", "method": "recorded",
+     "meaning": "GPUs the job asked for (the scheduler's request; `--tag request_gpus=N`)"},
+    {"name": "gpus_allocated", "unit": "count", "range": "gpus", "method": "recorded",
+     "meaning": "GPUs the job was given: the scheduler's allocation, else the GPUs it could see, "
+                "else the request"},
+    {"name": "cpu_efficiency_percent", "unit": "%", "range": "ratio", "method": "derived",
+     "meaning": "(user + system CPU) / (cores_allocated x wall) x 100"},
+    {"name": "mem_efficiency_percent", "unit": "%", "range": "ratio", "method": "derived",
+     "meaning": "mem_sizing_peak_bytes / mem_allocated_bytes x 100"},
+    {"name": "canonical_units", "unit": "units", "range": "ratio", "method": "derived",
+     "meaning": "canonical CPU units the job held: the larger of cores_allocated and "
+                "mem_allocated_bytes / 2 GiB (OSG: 1 core + 2 GB)"},
+    {"name": "provisioned_core_hours", "unit": "core-h", "range": "core_hours",
+     "method": "derived", "meaning": "cores_allocated x wall hours"},
+    {"name": "used_core_hours", "unit": "core-h", "range": "core_hours", "method": "derived",
+     "meaning": "(user + system CPU) / 3600"},
+    {"name": "idle_core_hours", "unit": "core-h", "range": "core_hours", "method": "derived",
+     "meaning": "(cores_allocated - cores used on average) x wall hours"},
+    {"name": "idle_canonical_core_hours", "unit": "core-h", "range": "unit_hours",
+     "method": "derived",
+     "meaning": "idle cores and idle memory (allocation - mem_sizing_peak_bytes) in whole "
+                "canonical units x wall hours (OSG: 3 cores + 3 GB idle = 1, 3 cores + 1 GB = 0, "
+                "2 cores + 6 GB = 2)"},
+    {"name": "idle_limited_by", "unit": "text", "range": None, "method": "derived",
+     "meaning": "which of cores or memory limited the idle canonical units (cores, memory or both)"},
+    {"name": "gpu_hours", "unit": "GPU-h", "range": "gpu_hours", "method": "recorded",
+     "meaning": "gpus_allocated x wall hours"},
+    {"name": "idle_gpu_hours", "unit": "GPU-h", "range": "gpu_hours", "scope": "device",
+     "method": "derived", "meaning": "gpu_hours x (1 - gpu_util_avg_percent / 100)"},
+    {"name": "outcome", "unit": "text", "range": None, "method": "derived",
+     "meaning": "goodput (exit code 0) or badput (another exit code, a signal, or the scheduler "
+                "ended it); at the job's end from its exit status, then the scheduler's once "
+                "reconciled (cancelled, time limit, out of memory, held, removed, evicted, "
+                "preempted, node failure: docs/accounting.md)"},
+    {"name": "outcome_reason", "unit": "text", "range": None, "method": "derived",
+     "meaning": "why: completed (exit code 0), failed (exit code N), killed by SIGNAL; "
+                "reconciled: the scheduler's end, e.g. cancelled: by alice"},
+    {"name": "outcome_cause", "unit": "text", "range": None, "method": "derived",
+     "meaning": "whose doing a badput run was (reconciled): user (its own failure, a limit it "
+                "hit, its owner's removal), site (the node, the pilot, a configuration), "
+                "preemption, or unknown; none for goodput"},
+)

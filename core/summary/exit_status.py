@@ -15,3 +15,12 @@ def exit_fields(status):
         sig = os.WTERMSIG(status)
         return {"exit_code": None, "signal": sig if sig <= MAX_SIGNAL else None}
     return {"exit_code": os.WEXITSTATUS(status), "signal": None}
+
+
+# the end-of-job figures of its exit, declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "exit_code", "unit": "", "range": "status", "method": "exact",
+     "meaning": "exit code of the command, null if it died by a signal"},
+    {"name": "signal", "unit": "", "range": "status", "method": "exact",
+     "meaning": "signal that killed the command, null if it exited"},
+)

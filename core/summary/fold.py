@@ -4,12 +4,88 @@ The sampler feeds it every sample it takes, so the end-of-job summary comes from
 report feeds it the stored samples of a job that is still running (or ended without a
 summary) and gets the same figures the summary would have (from_samples).
 """
-from ..config.report import REPORT
 from . import completeness
 from .completeness import Coverage
 from .idle import IDLE_CORES, Stretches
-from ..metrics import NODE_COUNTERS, STALL_COUNTERS
-from ..metrics import declared
+
+# the end-of-job figures this fold computes, declared (jobmon.metrics.declared) before the
+# imports below: they import jobmon.metrics, which reads them (the stall counters' totals are
+# declared beside them: probes/pressure.py, probes/interface.py)
+FIGURES = (
+    {"name": "wall_seconds", "unit": "s", "range": "wall", "method": "exact",
+     "meaning": "wall-clock time from start to the end of the job's last process"},
+    {"name": "cpu_user_seconds",
+     "meaning": "total user CPU of every process of the job (end-of-job read)"},
+    {"name": "cpu_system_seconds",
+     "meaning": "total system CPU of every process of the job (end-of-job read)"},
+    {"name": "cpu_cores_avg", "unit": "cores", "range": "cores", "method": "derived",
+     "meaning": "(user + system CPU) / wall seconds"},
+    {"name": "rss_peak_bytes", "unit": "bytes", "range": "memory", "method": "estimated",
+     "meaning": "resident peak: the largest sampled resident memory (anonymous + shared) and, "
+                "where jobmon reaps the job's processes (jobmon run, a scheduler's job wrapper), "
+                "each one's kernel high-water mark (ru_maxrss, VmHWM), so a one-process spike "
+                "between samples is not missed; that mark also counts the file-backed pages the "
+                "process mapped (program, libraries), so this can exceed mem_peak_bytes where the "
+                "kernel charged those pages elsewhere. Sampled only where jobmon watches from "
+                "beside the job (a scheduler's sampler: mem_sizing_basis says which)"},
+    {"name": "mem_peak_bytes",
+     "meaning": "kernel high-water mark of the job's charged memory, page cache included (cgroup "
+                "only): exact, a spike at any instant is in it"},
+    {"name": "swap_peak_bytes", "unit": "bytes", "range": "bytes", "method": "estimated",
+     "meaning": "largest sampled swap use"},
+    {"name": "read_bytes", "meaning": "total bytes read from storage"},
+    {"name": "write_bytes", "meaning": "total bytes written to storage"},
+    {"name": "rchar_bytes", "meaning": "total bytes through read()-like system calls"},
+    {"name": "wchar_bytes", "meaning": "total bytes through write()-like system calls"},
+    {"name": "procs_max", "unit": "count", "range": "count", "method": "estimated",
+     "meaning": "most processes of the job that existed at once (from fork to reaping: zombies "
+                "count). cgroup: the samples and, where no sample saw a multi-threaded process, "
+                "the pids controller's high-water mark of tasks; the exec trampoline that starts "
+                "the job inside its cgroup raises that mark to 2 for a moment, so a mark of 2 is "
+                "not used. procfs: a lower bound, exact for every process a sample found or "
+                "jobmon reaped; see \"How exact procs_max is\" below",
+     "note": "exact where the pids controller keeps a high-water mark"},
+    {"name": "threads_max", "unit": "count", "range": "count", "method": "estimated",
+     "meaning": "most threads alive at once"},
+    {"name": "gpu_count", "meaning": "GPUs of the job (absent without an NVIDIA driver)"},
+    {"name": "gpu_util_avg_percent", "unit": "%", "range": "percent", "scope": "device",
+     "method": "derived", "meaning": "mean of the sampled GPU utilization"},
+    {"name": "gpu_mem_peak_bytes", "unit": "bytes", "range": "memory", "method": "estimated",
+     "meaning": "largest sampled GPU memory of the job's processes"},
+    {"name": "cpu_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+     "meaning": "cpu_pressure_seconds / wall x 100: share of the run during which a thread of the "
+                "job was waiting for a CPU (PSI)"},
+    {"name": "cpu_wait_percent", "unit": "%", "range": "percent", "method": "derived",
+     "meaning": "cpu_wait_seconds / (cpu_wait_seconds + CPU seconds) x 100: share of the time its "
+                "threads wanted a CPU that they spent waiting for one (run queue)"},
+    {"name": "mem_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+     "meaning": "mem_pressure_seconds / wall x 100 (PSI)"},
+    {"name": "io_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+     "meaning": "io_pressure_seconds / wall x 100 (PSI)"},
+    {"name": "samples", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "samples taken"},
+    {"name": "cpu_idle_samples", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "samples in which the job used under 0.01 cores while it had processes (stall "
+                "suspect)"},
+    {"name": "gpu_idle_samples", "unit": "count", "range": "count", "scope": "device",
+     "method": "exact", "meaning": "samples in which the job's GPUs were at 0 % utilization"},
+    {"name": "mem_growth_bytes_per_hour", "unit": "bytes/h", "range": "signed",
+     "method": "estimated",
+     "meaning": "what resident memory grew by per hour in the run's second half (the start-up "
+                "left out), without the samples that fall to its end (the exit's teardown): the "
+                "median slope between every two of them (Theil-Sen, at most 64 samples kept "
+                "evenly spaced over the run)"},
+    {"name": "mem_rising", "unit": "count", "range": "flag", "method": "estimated",
+     "meaning": "1 when resident memory rose steadily (a leak suspect): its peak came in the last "
+                "fifth of the samples, and the line up to it fits them with R^2 >= 0.8 and rose "
+                "by 25 % of its start over >= 10 samples"},
+)
+
+from ..config.report import REPORT  # noqa: E402
+# from the modules, not the package: jobmon.metrics imports this package while it makes its
+# tables (samples.py names these before it does)
+from ..metrics.samples import NODE_COUNTERS, STALL_COUNTERS  # noqa: E402
+from ..metrics import declared  # noqa: E402
 
 # sample field -> summary field holding its largest value
 PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",
@@ -227,4 +303,5 @@ def from_samples(info, samples, cut_short=False):
     out.update(figures(out, allocation(info.get("tags"), gpu_count=out.get("gpu_count"))))
     out.update(completeness.fields(out))
     return out
+
 

@@ -44,3 +44,28 @@ class Stretches:
         flagged = [name for name, s in (("cores", cpu), ("gpus", gpu)) if s and s >= threshold]
         return {"cpu_idle_longest_seconds": cpu, "gpu_unused_longest_seconds": gpu,
                 "idle_allocation": ",".join(flagged)}
+
+
+# the stretches each sample gets, declared (jobmon.metrics.declared)
+METRICS = (
+    {"name": "cpu_idle_seconds", "unit": "s", "range": "wall", "kind": "gauge",
+     "method": "derived",
+     "meaning": "how long the job has used under 0.01 cores while it had processes, this stretch "
+                "(0 while it uses CPU): cores allocated and idle"},
+    {"name": "gpu_unused_seconds", "unit": "s", "range": "wall", "kind": "gauge",
+     "method": "derived",
+     "meaning": "how long at least one of the job's GPUs has had none of its processes on it, "
+                "this stretch (0 while every one has): GPUs allocated and idle"},
+)
+
+
+# and the end-of-job record's (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "cpu_idle_longest_seconds", "unit": "s", "range": "wall", "method": "derived",
+     "meaning": "the longest stretch of cpu_idle_seconds"},
+    {"name": "gpu_unused_longest_seconds", "unit": "s", "range": "wall", "method": "derived",
+     "meaning": "the longest stretch of gpu_unused_seconds"},
+    {"name": "idle_allocation", "unit": "text", "range": None, "method": "derived",
+     "meaning": "which allocation the job held idle at a stretch for at least the site's [report] "
+                "idle_allocation_seconds (600): cores, gpus, cores,gpus, or empty"},
+)

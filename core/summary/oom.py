@@ -258,3 +258,53 @@ def story(s):
                      + (f" ({', '.join(parts)})" if parts else "") + hits)
     lines.append(f"from the {s.get('oom_source') or 'samples'}")
     return lines
+
+
+# the job's first OOM kill, where it had one (oom_kills counts them all), declared (jobmon.metrics.declared)
+FIGURES = (
+    {"name": "oom_time", "unit": "s", "range": "epoch", "method": "exact",
+     "meaning": "when the kernel killed a process of the job for memory, seconds since the epoch: "
+                "from the kernel's log to the µs where jobmon may read it (root, or "
+                "kernel.dmesg_restrict = 0), else the sample that counted the kill",
+     "note": "from the kernel's log; oom_source samples: the sample that counted the kill"},
+    {"name": "oom_time_within_seconds", "unit": "s", "range": "wall", "method": "exact",
+     "meaning": "how far before oom_time the kill may have been: 0 from the kernel's log, else "
+                "the time since the sample before",
+     "note": "from the kernel's log; oom_source samples: the time since the sample before"},
+    {"name": "oom_pid", "unit": "", "range": "pid", "method": "exact",
+     "meaning": "pid of the process killed (null where neither the kernel's log nor jobmon's own "
+                "reaping said which)",
+     "note": "from the kernel's log; oom_source samples: none (jobmon run: its command, where "
+             "SIGKILL ended it)"},
+    {"name": "oom_command", "unit": "text", "range": None, "method": "exact",
+     "meaning": "its command name (the kernel's comm, at most 15 bytes)",
+     "note": "from the kernel's log; oom_source samples: none (jobmon run: its command, where "
+             "SIGKILL ended it)"},
+    {"name": "oom_victim_rss_bytes", "unit": "bytes", "range": "memory", "method": "exact",
+     "meaning": "its resident memory when it was killed (anon + file + shmem RSS, from the "
+                "kernel's log)", "note": "from the kernel's log; oom_source samples: none"},
+    {"name": "oom_charge_bytes", "unit": "bytes", "range": "memory", "method": "exact",
+     "meaning": "memory charged to the job's cgroup at that moment (the kernel kills at the "
+                "limit: without its log, the cgroup's high-water mark by then)",
+     "note": "from the kernel's log; oom_source samples: the cgroup's high-water mark at the "
+             "sample that counted the kill"},
+    {"name": "oom_limit_bytes", "unit": "bytes", "range": "bytes", "method": "exact",
+     "meaning": "the job's memory limit then",
+     "note": "from the kernel's log; oom_source samples: the limit the probe read"},
+    {"name": "oom_limit_hits", "unit": "count", "range": "count", "method": "exact",
+     "meaning": "times the job's cgroup had hit its memory limit by then",
+     "note": "from the kernel's log; oom_source samples: the cgroup's count at the sample that "
+             "counted the kill"},
+    {"name": "oom_anon_bytes", "unit": "bytes", "range": "memory", "method": "exact",
+     "meaning": "of the charge, anonymous and shared memory (what the kernel could not give back "
+                "without swap)",
+     "note": "from the kernel's log; oom_source samples: none, but the sample before where the "
+             "cgroup keeps no high-water mark"},
+    {"name": "oom_cache_bytes", "unit": "bytes", "range": "memory", "method": "exact",
+     "meaning": "of the charge, page cache (what reclaim had left)",
+     "note": "from the kernel's log; oom_source samples: as oom_anon_bytes"},
+    {"name": "oom_source", "unit": "text", "range": None, "method": "recorded",
+     "meaning": "where the figures come from: kernel log (exact), samples (the one that counted "
+                "the kill, and the one before), or samples with the command as the victim (jobmon "
+                "reaped it, killed by SIGKILL)"},
+)

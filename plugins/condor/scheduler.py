@@ -57,6 +57,22 @@ class HTCondor(Scheduler):
     doctor_module = "jobmon.plugins.condor.doctor"
     doctor_tool = "condor_config_val"
     install_command = "jobmon-condor-setup"
+    field_notes = {
+        "rss_peak_bytes": "its wrapper reaps the job's processes",
+        "procs_killed_at_end": "its starter kills what is left when the job's top process, the "
+                               "wrapper, exits",
+        "cores_requested": "RequestCpus", "cores_allocated": "CpusProvisioned",
+        "mem_requested_bytes": "RequestMemory", "mem_allocated_bytes": "MemoryProvisioned",
+        "gpus_requested": "RequestGPUs", "gpus_allocated": "GPUsProvisioned",
+        "outcome_reason": "held (code 12.2): ..., evicted (code 1013)",
+        "scheduler_state": "completed, removed, held, evicted",
+        "scheduler_code": "HoldReasonCode of a held run, VacateReasonCode of an evicted one",
+        "scheduler_subcode": "HoldReasonSubCode", "scheduler_user": "Owner",
+        "scheduler_memory_bytes": "MemoryUsage (anon + shmem polled every 5 s)",
+        "scheduler_cpu_seconds": "RemoteUserCpu + RemoteSysCpu",
+        "batch": "\"batch NAME\" (JobBatchName), \"dag SCHEDD#ID\" (DAGManJobId), \"cluster "
+                 "SCHEDD#4711\" (a cluster)",
+    }
 
     def pick(self, records, job, run):
         # a per-run source (epoch, event log) before the job's ad

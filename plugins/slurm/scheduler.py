@@ -50,6 +50,25 @@ class Slurm(Scheduler):
     doctor_module = "jobmon.plugins.slurm.doctor"
     doctor_tool = "scontrol"
     install_command = "jobmon-slurm-hooks"
+    field_notes = {
+        "rss_peak_bytes": "its sampler watches from beside the job: sampled only",
+        "mem_sizing_basis": "kernel (its sampler)",
+        "leftover_procs": "when each step's tasks had exited, summed over the steps",
+        "procs_killed_at_end": "it kills what is left in a step when its tasks end (seen by its "
+                               "sampler; with the kernel's exit status of each, Linux 6.15 and "
+                               "later, only those that died of a signal)",
+        "cores_allocated": "alloc_cpus (its allocation on the node)",
+        "outcome_reason": "cancelled (scancel): by alice",
+        "scheduler_state": "State (COMPLETED, FAILED, CANCELLED, TIMEOUT, OUT_OF_MEMORY, "
+                           "PREEMPTED, NODE_FAIL, REQUEUED, ...)",
+        "cancelled_by": "the user it names (sacct --json), or the uid of `CANCELLED by UID` "
+                        "(its text form)",
+        "scheduler_user": "User",
+        "scheduler_memory_bytes": "MaxRSS (the largest step's sample every "
+                                  "JobAcctGatherFrequency)",
+        "scheduler_cpu_seconds": "TotalCPU",
+        "batch": "\"array 12345\" (an array)",
+    }
 
     def cgroup_names(self, environ):
         from . import cgroup_names as n
