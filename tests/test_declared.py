@@ -111,3 +111,23 @@ def test_every_field_is_defined_in_exactly_one_place():
         for r in rows:
             f = metrics_doc.figure(r[0])
             assert f["scope"] in metrics_doc.SCOPES and f["method"] in metrics_doc.METHODS
+
+
+@pytest.mark.parametrize("first", ["jobmon.metrics", "jobmon.summary", "jobmon.summary.fold",
+                                   "jobmon.config", "jobmon.metrics_doc", "jobmon.job.session",
+                                   "jobmon.probes.cgroup", "jobmon.schedulers"])
+def test_the_tables_load_whichever_module_is_imported_first(first):
+    """jobmon.metrics reads declarations from jobmon.summary, whose fold reads jobmon.metrics'
+    tables: each order of first imports gives the same tables."""
+    import hashlib
+    import subprocess
+    import sys
+
+    from jobmon import metrics
+    code = (f"import {first}\nimport hashlib\nfrom jobmon import metrics\n"
+            "print(hashlib.sha1(repr(metrics.SAMPLE_FIELDS + metrics.SUMMARY_FIELDS)"
+            ".encode()).hexdigest())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == hashlib.sha1(
+        repr(metrics.SAMPLE_FIELDS + metrics.SUMMARY_FIELDS).encode()).hexdigest()
