@@ -27,7 +27,8 @@ def is_pilot_account(user, patterns):
     return bool(user) and any(fnmatchcase(user, p) for p in patterns)
 
 
-# the end-of-job figure the shipper and `jobmon reconcile` write, declared (jobmon.metrics.declared)
+# the end-of-job figure the shipper and `jobmon reconcile` write, declared
+# (jobmon.metrics.declared)
 FIGURES = (
     {"name": "ownership", "unit": "text", "range": None, "method": "recorded",
      "meaning": "whose job the run is (docs/security.md): own, claim (the scheduler names another "

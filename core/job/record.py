@@ -20,7 +20,8 @@ FIGURES = (
      "meaning": "job end (last process gone), seconds since the epoch"},
     {"name": "lost_points", "unit": "count", "range": "count", "method": "exact",
      "meaning": "points the InfluxDB spool could not take (a full disk: docs/configuration.md), "
-                "the end-of-job record among them where it did not fit; 0 with the embedded store"},
+                "the end-of-job record among them where it did not fit; 0 with the embedded "
+                "store"},
     {"name": "interval_seconds", "unit": "s", "range": "wall", "method": "recorded",
      "meaning": "sampling interval"},
     {"name": "monitor_cpu_seconds", "unit": "s", "range": "cpu", "method": "exact",
@@ -31,12 +32,14 @@ FIGURES = (
     {"name": "monitor_errors", "unit": "count", "range": "count", "method": "exact",
      "meaning": "probe or sink errors the sampler met (each warned about)"},
     {"name": "leftover_procs", "unit": "count", "range": "count", "method": "exact",
-     "meaning": "processes still running when the command itself exited (daemons, background jobs)"},
+     "meaning": "processes still running when the command itself exited (daemons, background "
+                "jobs)"},
     {"name": "procs_killed_at_end", "unit": "count", "range": "count", "method": "exact",
      "meaning": "of those, how many the scheduler killed; 0 for `jobmon run`, which waits for "
                 "them; null where not known (`--no-wait`, a step whose tasks' end was not seen)"},
     {"name": "advice", "unit": "text", "range": None, "method": "derived",
      "meaning": "the advice on the run (docs/reports.md), one line per rule as `text (rule)`, \" "
                 "| \" between them, at its end (in the summaries shipped to InfluxDB: other "
-                "stores' readers compute it) and again once reconciled; empty when no rule has any"},
+                "stores' readers compute it) and again once reconciled; empty when no rule has "
+                "any"},
 )

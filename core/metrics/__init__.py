@@ -1,9 +1,10 @@
 """Every metric jobmon records, with its unit and meaning.
 
-This table is the single source of truth: samples, the summary, the embedded store's
-columns, the InfluxDB schema and docs/metrics.md (checked by a test) all come from it.
-The tables are samples.py, summary.py and procs.py (declared.py: metrics declared beside
-their probe); index.py derives the look-ups, site_ranges.py the site's valid ranges.
+Each field is declared once, beside the code that produces it (declared.py says how and
+collects the probes' declarations); samples.py, summary.py and procs.py make the tables
+from them in the fields' existing order. Samples, the summary, the embedded store's
+columns, the InfluxDB schema and docs/metrics.md (checked by a test) all come from them.
+index.py derives the look-ups, site_ranges.py the site's valid ranges.
 """
 from .index import COUNTERS, RANGES, SAMPLE_COLUMNS, SAMPLE_NAMES, UNITS
 from .procs import PROCS_FIELDS, PROCS_TOP_KEYS

@@ -337,7 +337,8 @@ class _Nothing:
         pass
 
 
-# the GPU figures of a sample (this module, or nvml.py where JOBMON_GPU=nvml), declared (jobmon.metrics.declared)
+# the GPU figures of a sample (this module, or nvml.py where JOBMON_GPU=nvml), declared
+# (jobmon.metrics.declared)
 METRICS = (
     {"name": "gpu_count", "unit": "count", "range": "gpus", "kind": "gauge", "method": "exact",
      "meaning": "GPUs (or MIG slices) of the job: those in CUDA_VISIBLE_DEVICES, else every GPU "
@@ -374,7 +375,8 @@ FIGURES = (
      "meaning": "how far gpu_energy_joules may be off (±): at the start and at the end, the "
                 "larger of the interpolated counter's distances to the readings either side (the "
                 "counter never goes back, so the true one lies between them); JOBMON_GPU=nvml: "
-                "the GPUs' power limit x the time from the job's start to the sampler's first read"},
+                "the GPUs' power limit x the time from the job's start to the sampler's first "
+                "read"},
     {"name": "gpu_samples_missing", "unit": "count", "range": "count", "method": "exact",
      "meaning": "samples taken without GPU figures because the node reader was down or its data "
                 "older than two refresh periods (never filled in with guesses); null without GPU "

@@ -56,13 +56,15 @@ class NoProbe:
         pass
 
 
-# what every probe reads (the sampler adds cpu_cores and mem_resident_peak_bytes from them), declared (jobmon.metrics.declared)
+# what every probe reads (the sampler adds cpu_cores and mem_resident_peak_bytes from them),
+# declared (jobmon.metrics.declared)
 METRICS = (
     {"name": "cpu_user_seconds", "unit": "s", "range": "cpu", "kind": "counter", "method": "exact",
      "meaning": "CPU time in user mode of every process the job ran so far, exited ones included"},
     {"name": "cpu_system_seconds", "unit": "s", "range": "cpu", "kind": "counter",
      "method": "exact",
-     "meaning": "CPU time in kernel mode of every process the job ran so far, exited ones included"},
+     "meaning": "CPU time in kernel mode of every process the job ran so far, exited ones "
+                "included"},
     {"name": "cpu_cores", "unit": "cores", "range": "cores", "kind": "gauge", "method": "derived",
      "meaning": "CPU seconds used per wall-clock second over the last interval (2.0 = two busy "
                 "cores)"},

@@ -175,7 +175,8 @@ class EnergyShare:
         self.published.close()
 
 
-# the energy figures of a sample (node_probe.py adds them up and prices them), declared (jobmon.metrics.declared)
+# the energy figures of a sample (node_probe.py adds them up and prices them), declared
+# (jobmon.metrics.declared)
 METRICS = (
     {"name": "cpu_energy_joules", "unit": "J", "range": "joules", "kind": "counter",
      "method": "apportioned",
@@ -216,7 +217,8 @@ FIGURES = (
                 "model (every CPU-second of an interval costs the same) is not in it: the data "
                 "cannot bound it"},
     {"name": "dram_energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
-     "meaning": "the same for dram_energy_joules (its model, DRAM energy by CPU time, not bounded)"},
+     "meaning": "the same for dram_energy_joules (its model, DRAM energy by CPU time, not "
+                "bounded)"},
     {"name": "energy_joules",
      "meaning": "the job's energy, start to end: GPU + CPU package + DRAM, those there are"},
     {"name": "energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",

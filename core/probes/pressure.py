@@ -214,7 +214,8 @@ METRICS = (
      "method": "exact",
      "meaning": "wall time during which at least one runnable thread of the job waited for a CPU: "
                 "the kernel's pressure stall information (PSI, `cpu.pressure` some) of the job's "
-                "cgroup; where it has none, cpu_wait_seconds instead (pressure_source says which)"},
+                "cgroup; where it has none, cpu_wait_seconds instead (pressure_source says "
+                "which)"},
     {"name": "cpu_wait_seconds", "unit": "s", "range": "task_seconds", "kind": "counter",
      "method": "estimated",
      "meaning": "time the job's threads were runnable but waiting for a CPU, summed over its "
@@ -253,7 +254,8 @@ FIGURES = (
      "meaning": "where the stall figures come from: psi (the kernel's pressure stall information "
                 "of the job's own cgroup: CPU, memory and I/O, exact), run-queue (no PSI for this "
                 "job -- a scheduler's cgroup v1, procfs mode, or PSI off: CPU from its threads' "
-                "run-queue wait, memory from its limit hits and major faults, no I/O stall figure)"},
+                "run-queue wait, memory from its limit hits and major faults, no I/O stall "
+                "figure)"},
     {"name": "psi", "unit": "text", "range": None, "scope": "node", "method": "recorded",
      "meaning": "on: the node's kernel keeps PSI; off: it was built or booted without it (no "
                 "/proc/pressure; RHEL 8 needs the boot option psi=1)"},

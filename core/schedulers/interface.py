@@ -138,13 +138,15 @@ class Scheduler:
         raise NotImplementedError
 
 
-# the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`, declared (jobmon.metrics.declared)
+# the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`,
+# declared (jobmon.metrics.declared)
 FIGURES = (
     {"name": "reconciled", "unit": "count", "range": "flag", "method": "exact",
      "meaning": "1 once the scheduler's record of the run was applied (`jobmon reconcile`), or "
                 "once it was clear there is none to apply; 0 until then"},
     {"name": "scheduler_state", "unit": "text", "range": None, "method": "recorded",
-     "meaning": "how the scheduler says the run ended (reconciled), in its words; none: no record"},
+     "meaning": "how the scheduler says the run ended (reconciled), in its words; none: no "
+                "record"},
     {"name": "scheduler_code", "unit": "", "range": "code", "method": "recorded",
      "meaning": "the scheduler's code of why it held or evicted the run (reconciled)"},
     {"name": "scheduler_subcode", "unit": "", "range": "code", "method": "recorded",

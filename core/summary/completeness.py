@@ -167,7 +167,8 @@ FIGURES = (
                 "one interval for each read that failed and each point the spool lost (reports "
                 "also count the samples the store does not hold); below the site's [report] "
                 "min_completeness_percent the advice that rests on what the samples saw is "
-                "withheld, and `jobmon act` does not act below [actions] min_completeness_percent"},
+                "withheld, and `jobmon act` does not act below [actions] "
+                "min_completeness_percent"},
     {"name": "completeness_reasons", "unit": "text", "range": None, "method": "derived",
      "meaning": "why the data is not whole or exact: gaps, a cut-short end, failed reads, lost "
                 "points, monitoring errors, figures that are bounds (procfs mode), energy or GPU "

@@ -250,7 +250,8 @@ def figures(summary, alloc, memory_per_unit=CANONICAL_MEMORY_BYTES):
     return out
 
 
-# what the job was given and what it used of it (docs/reports.md), and its outcome, declared (jobmon.metrics.declared)
+# what the job was given and what it used of it (docs/reports.md), and its outcome, declared
+# (jobmon.metrics.declared)
 FIGURES = (
     {"name": "mem_sizing_peak_bytes", "unit": "bytes", "range": "memory", "method": "derived",
      "meaning": "the memory peak that memory efficiency, advice and right-sizing use: "
@@ -297,7 +298,8 @@ FIGURES = (
                 "canonical units x wall hours (OSG: 3 cores + 3 GB idle = 1, 3 cores + 1 GB = 0, "
                 "2 cores + 6 GB = 2)"},
     {"name": "idle_limited_by", "unit": "text", "range": None, "method": "derived",
-     "meaning": "which of cores or memory limited the idle canonical units (cores, memory or both)"},
+     "meaning": "which of cores or memory limited the idle canonical units (cores, memory or "
+                "both)"},
     {"name": "gpu_hours", "unit": "GPU-h", "range": "gpu_hours", "method": "recorded",
      "meaning": "gpus_allocated x wall hours"},
     {"name": "idle_gpu_hours", "unit": "GPU-h", "range": "gpu_hours", "scope": "device",

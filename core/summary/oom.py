@@ -260,7 +260,8 @@ def story(s):
     return lines
 
 
-# the job's first OOM kill, where it had one (oom_kills counts them all), declared (jobmon.metrics.declared)
+# the job's first OOM kill, where it had one (oom_kills counts them all), declared
+# (jobmon.metrics.declared)
 FIGURES = (
     {"name": "oom_time", "unit": "s", "range": "epoch", "method": "exact",
      "meaning": "when the kernel killed a process of the job for memory, seconds since the epoch: "
