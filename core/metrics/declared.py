@@ -166,10 +166,11 @@ def ordered(order, declared):
         if d.name in by:
             raise ValueError(f"{d.name} declared twice: {by[d.name].source}, {d.source}")
         by[d.name] = d
-    missing = set(order) - set(by)
-    if missing or len(set(order)) != len(order):
+    placed = set(order)
+    missing = placed - set(by)
+    if missing or len(placed) != len(order):
         raise ValueError(f"ordered but not declared, or ordered twice: {sorted(missing)}")
-    return tuple(by[n] for n in order) + tuple(d for d in declared if d.name not in set(order))
+    return tuple(by[n] for n in order) + tuple(d for d in declared if d.name not in placed)
 
 
 def folded(m, f):
