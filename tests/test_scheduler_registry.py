@@ -21,17 +21,13 @@ REGISTRY = "schedulers/"
 # What is left to convert: core files that still name a scheduler (code or comments). Each
 # leaves the list when its names go to the schedulers' objects; nothing joins it.
 TO_CONVERT = """
-actions/actor.py actions/policy.py attach/__init__.py attach/ends.py attach/probe.py
-attach/steps.py attach/watch.py cgroups/paths.py cgroups/search.py cli/compare.py
-cli/doctor.py cli/like.py cli/live.py cli/query.py cli/reading.py cli/report.py
-cli/ship.py config/actions.py config/loading.py config/ownership.py config/schema.py
-doctor/entry_points.py doctor/site.py influx/schema.py job/__init__.py job/runner.py
-job/session.py node/netcount.py printable.py
+actions/actor.py actions/policy.py cli/compare.py cli/doctor.py cli/like.py cli/live.py
+cli/query.py cli/reading.py cli/report.py cli/ship.py config/actions.py config/loading.py
+config/schema.py doctor/entry_points.py doctor/site.py influx/schema.py printable.py
 probes/gpu_published.py probes/nvml.py render/html.py render/structured.py
 report/aggregate.py report/canonical.py report/job_efficiency.py report/nodes.py
 report/pilot_records.py report/rightsize.py report/runs.py report/verdict.py
-serve/identity.py serve/munge.py ship/lines.py stores/fingerprint.py stores/local.py
-summary/advice.py summary/batches.py summary/efficiency.py summary/exit_status.py
+stores/fingerprint.py stores/local.py summary/advice.py summary/batches.py
 """.split()
 
 

@@ -1,15 +1,16 @@
 """The processes a scheduler kills when a job's tasks end, seen from beside the job.
 
-Slurm ends a step by killing every process still in its cgroup once the step's tasks (the
-processes its slurmstepd started: the batch script, srun's tasks) have exited: a daemon the
-job left behind, a background command nobody waited for. The job's own exit status says
+A scheduler may end a step by killing every process still in its cgroup once the step's
+tasks (the processes its step daemon started: the batch script, the parallel launcher's
+tasks; the plugin names that daemon, task_parent) have exited: a daemon the job left
+behind, a background command nobody waited for. The job's own exit status says
 nothing of them. The attach mode holds a pidfd for each process of each step it has seen;
 a task's pidfd firing marks the moment the tasks end. What had not ended by the wake-up
 that saw it, or is still listed in the step after it, was still running then (leftovers)
 and was killed by the scheduler; with the kernel's exit status of each one
 (PIDFD_INFO_EXIT, Linux 6.15 and later) only those that died of a signal count as killed.
-A process whose end the same wake-up saw (the script's last command, or a leftover Slurm
-killed within the sampler's wake-up latency) counts only where its exit status says it
+A process whose end the same wake-up saw (the script's last command, or a leftover the
+scheduler killed within the sampler's wake-up latency) counts only where its exit status says it
 died of a signal: before 6.15 such a kill is missed, never a kill claimed that was not.
 
 A process born and killed between two looks at the step is not seen. Standard library only.

@@ -2,12 +2,12 @@
 is gone), and Excluding with OwnLeaves (the scheduler's own processes inside a job's
 cgroup, taken out of the job's figures).
 
-Slurm's cgroup/v2 plugin puts each step's slurmstepd in the step's own leaf,
-job_N/step_X/slurm, beside the tasks in job_N/step_X/user: the job's cgroup counts the
-daemon's CPU and processes with the job's (on v1 slurmstepd stays out of cpuacct's job
-tree). The figures jobmon reports are the job's own: the CPU of those leaves is
+A scheduler may put each step's own daemon in a leaf of the step's cgroup, beside the
+step's tasks (on cgroup v2; the plugin names those leaves, own_leaves, and says where its
+scheduler does so): the job's cgroup then counts the daemon's CPU and processes with the
+job's. The figures jobmon reports are the job's own: the CPU of those leaves is
 subtracted (read at every sample, kept once a leaf is gone), their processes are not the
-job's (they do not keep it "running"), and sacct leaves them out too. Their memory stays
+job's (they do not keep it "running"), as the scheduler's own accounting leaves them out. Their memory stays
 in mem_peak_bytes: the kernel's high-water mark cannot be split after the fact.
 Standard library only.
 """
@@ -145,7 +145,7 @@ class Held:
 
     def tasks_peak(self):
         """The pids controller's peak (None without one), kept once the cgroup has gone:
-        the session asks for it after the end, when Slurm may have removed the cgroup."""
+        the session asks for it after the end, when the scheduler may have removed the cgroup."""
         peak = getattr(self.probe, "tasks_peak", None)
         if peak is not None and not (self.gone or self.frozen):
             try:

@@ -1,5 +1,5 @@
 """Per-step figures of an attached job: the sub-cgroups a scheduler makes for the job's
-steps (Slurm: step_batch, step_extern, step_0 ...), read beside the job's own cgroup.
+steps (named by the plugin's step_name: a batch script's, each launch's ...), read beside the job's own cgroup.
 
 Each step's CPU and memory peak are read at every sample and whenever one of the job's
 processes exits, and kept once its directory is gone. A step counts as complete when a
@@ -108,7 +108,7 @@ class Steps:
 
     def _own_pids(self, before=()):
         """The scheduler's own processes in their leaves now, and those of `before`: a
-        step's slurmstepd moves into its leaf when the step starts and out of the step
+        step's daemon moves into its leaf when the step starts and out of the step
         (to the cgroup root) once its tasks have ended, so a listing of the step between
         two looks at the leaf may hold it where neither look alone does."""
         if self.own is None or self.cg.version != 2:
@@ -120,7 +120,7 @@ class Steps:
             d = os.path.join(self.base, name)
             before = self._own_pids()
             out = read_step_v2(d)
-            if out and self.own is not None:    # the step's slurmstepd is not the step
+            if out and self.own is not None:    # the step's daemon is not the step
                 user, system = self.own.cpu(below=d)
                 out["cpu_user_seconds"] = max(out["cpu_user_seconds"] - user, 0.0)
                 out["cpu_system_seconds"] = max(out["cpu_system_seconds"] - system, 0.0)

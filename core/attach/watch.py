@@ -1,8 +1,9 @@
 """Attach mode: sample a job in a cgroup someone else made (a scheduler), from beside it.
 
-The Slurm Prolog's sampler uses it: it starts before the job has a cgroup, waits for the
-cgroup to appear (bounded), samples it through the cgroup probes, and ends when the job
-is over -- its processes all gone, its cgroup removed, or told so (the Epilog). The end
+A scheduler's sampler uses it, started by its job-start hook: it starts before the job has
+a cgroup, waits for the cgroup to appear (bounded), samples it through the cgroup probes,
+and ends when the job is over -- its processes all gone, its cgroup removed, or told so
+(the job-end hook). The end
 comes fast: the sampler holds a pidfd for each of the job's oldest processes (and, on v2,
 polls cgroup.events), so the final read happens right after the last process exits and
 before the scheduler removes the cgroup. Standard library only.
@@ -85,8 +86,8 @@ class Watch:
 
     def run(self):
         """Sample the job's runs on this node until told it is over. A requeued job may
-        run again here without a new Prolog (slurmd runs one per job id until the job's
-        Epilog): after a run the sampler waits up to rerun_wait for the next one."""
+        run again here without a new start hook (a scheduler may run one per job id until
+        the job's end hook): after a run the sampler waits up to rerun_wait for the next one."""
         start = time.time()
         cg = wait_for_cgroup(self.find, self.opts.cgroup_wait, self.stop)
         if cg is None:
@@ -182,7 +183,7 @@ class Watch:
         return summary
 
     def _emit_steps(self, job, steps):
-        """Each step as a record of its own (job id `<job>.<step>`, as sacct names steps):
+        """Each step as a record of its own (job id `<job>.<step>`, as schedulers' accounting names steps):
         its description and end-of-step figures, no samples."""
         for rec in steps:
             tags = dict(job["tags"], step=rec["step"], parent_job=job["job"],

@@ -1,5 +1,5 @@
 """Where a process's cgroups are: /proc/<pid>/cgroup and /proc/self/mountinfo read and
-resolved to directories, never a hard-coded layout (HTCondor, Slurm and systemd all nest job
+resolved to directories, never a hard-coded layout (each scheduler and systemd nest job
 cgroups differently). Standard library only: read inside every job."""
 import os
 

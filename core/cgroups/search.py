@@ -73,7 +73,7 @@ def find(wanted, skip=None, choose=None, where=None):
 
     wanted: directory names of the job; skip(name): names not to descend into;
     choose(paths) -> path or None: picks one when several match (a node running several
-    slurmd), None when none of them is this job's;
+    instances of a scheduler's node daemon), None when none of them is this job's;
     where: roots() output (default: this machine's)."""
     where = roots() if where is None else where
     pick = choose or (lambda paths: paths[0])

@@ -3,8 +3,8 @@
 A job's record counts as the job's when the scheduler's record of the job names the
 record's user, and a pilot's payload counts in the pilot when it ran as the pilot's user
 (docs/security.md, "Whose job it is"). Some sites run jobs under accounts that are not
-their owners': a glidein's pilot user and the accounts its payloads run as, HTCondor slot
-users (`nobody`, `slot1`) on a pool that does not run jobs as their owners. The site
+their owners': a glidein's pilot user and the accounts its payloads run as, a scheduler's
+slot users (`nobody`, `slot1`) on a pool that does not run jobs as their owners. The site
 lists them here; a record run by one of them is vouched for by the site. Standard library
 only; the site file is read inside jobs, so nothing is imported here."""
 

@@ -268,8 +268,8 @@ def finish(job, sup, cg, args):
             extra = reaped_io()
         except OSError:
             pass
-    # what is left when the command ends: the scheduler kills it (the HTCondor wrapper,
-    # the job's top process, exits then), jobmon waits for it, or no one knows (--no-wait)
+    # what is left when the command ends: the scheduler kills it (a scheduler's job
+    # wrapper, the job's top process, exits then), jobmon waits for it, or no one knows (--no-wait)
     killed = sup.leftovers if getattr(args, "leftovers_killed", False) else \
         0 if args.wait else None
     summary = job.finish(sup.status, sup.leftovers, extra, killed=killed)

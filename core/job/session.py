@@ -1,6 +1,6 @@
 """One monitored job: description -> probe -> sampler -> sinks -> end record.
 
-Shared by `jobmon run` and the HTCondor wrapper (runner.py), the library API
+Shared by `jobmon run` and a scheduler's job wrapper (runner.py), the library API
 (jobmon.api) and the attach mode for jobs someone else started (jobmon.attach.watch). Standard library only.
 """
 import os
@@ -24,7 +24,7 @@ def describe_job(job_id, method, start, tags, command, interval, scheduler="loca
     The tags get the command line's hash (jobmon.stores.fingerprint), never its text there;
     hashed False: the command is a name for it, not what ran (the library API)."""
     tags = dict(tags or {})
-    if hashed and command and "command_hash" not in tags:   # a plugin's own (HTCondor's Cmd) first
+    if hashed and command and "command_hash" not in tags:   # a plugin's own (from its job ad) first
         from ..stores.fingerprint import digest
         tags["command_hash"] = digest(command)
     return {"job": job_id or f"local-{int(start)}-{os.getpid()}",

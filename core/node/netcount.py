@@ -6,7 +6,7 @@ sends or receives. Each adds the packet's length (`__sk_buff.len`: from the netw
 on) and 1 to the counters of the socket's cgroup and of every cgroup above it, up to
 MAX_LEVELS below the root (bpf_skb_ancestor_cgroup_id), in a per-CPU hash map keyed by
 cgroup id. So a job's cgroup holds the traffic of every socket made inside it, in
-whatever sub-cgroup (Slurm's steps and tasks, HTCondor's scope), even after those
+whatever sub-cgroup (a scheduler's steps and tasks, a systemd scope), even after those
 sub-cgroups are gone. The programs are hand-assembled (jobmon.node.bpf) and checked by
 the kernel's verifier when they load; they always let the packet through.
 

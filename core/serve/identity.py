@@ -1,6 +1,6 @@
 """Who is asking: a local caller by the kernel's peer credentials on the Unix socket, a
 remote one by a MUNGE credential made for this connection's nonce. Either way a uid, named
-through this host's user database (the cluster's, as for Slurm and HTCondor)."""
+through this host's user database (the cluster's, as the schedulers use it)."""
 import grp
 import os
 import pwd

@@ -1,5 +1,5 @@
 """MUNGE credentials through libmunge (Debian's libmunge2, which the `munge` package and
-every Slurm cluster already have), by ctypes: no compiled module, no process per call.
+every cluster authenticating with MUNGE already has), by ctypes: no compiled module, no process per call.
 
 A credential names the uid and gid of the process that made it, as the local munged saw
 them through its socket, and is decoded by any munged sharing the key. munged refuses a

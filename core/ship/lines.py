@@ -7,7 +7,7 @@ have rewritten it meanwhile).
 
 Whose points they are is the file owner's uid, as the kernel reports it -- except for files
 owned by root or by the shipper's own user, which no job user can create: a sampler run
-by root for someone else's job (the Slurm Prolog's) writes the job's `user` tag itself,
+by root for someone else's job (a scheduler hook's) writes the job's `user` tag itself,
 and that tag is kept.
 """
 import os

@@ -7,7 +7,7 @@ library only, no imports beyond os and signal: it runs inside the job at its end
 Canonical units (OSG, "Accounting of provisioned resources on OSG pool"): 1 CPU core +
 2 GB RAM, or 1 GPU. Idle CPU resources count only in whole units: 3 idle cores + 3 GB is
 1 unit (memory-limited), 3 cores + 1 GB is 0, 2 cores + 6 GB is 2 (core-limited). "GB" is
-read as GiB (HTCondor's and Slurm's MB are MiB; a 2048 MB-per-core slot is 1 unit per core).
+read as GiB (the schedulers' MB are MiB; a 2048 MB-per-core slot is 1 unit per core).
 """
 import os
 
@@ -68,7 +68,7 @@ def limited_by(cores, memory_bytes, memory_per_unit=CANONICAL_MEMORY_BYTES):
 # --- what the job was given ---------------------------------------------------------------
 
 def number(v):
-    """A float from a tag value; None for absent or unevaluated text (a ClassAd expression)."""
+    """A float from a tag value; None for absent or unevaluated text (a job ad's expression)."""
     try:
         x = float(v)
     except (TypeError, ValueError):
@@ -92,10 +92,10 @@ def _first(*values):
 
 def allocation(tags, limits=None, gpu_count=None):
     """Requested and allocated cores, memory (bytes) and GPUs, each None when not known.
-    Requested: HTCondor's Request* (memory in MiB) or the tags request_cpus, request_memory
-    (with a unit), request_gpus. Allocated: what the scheduler says it gave -- HTCondor's
-    *Provisioned, Slurm's allocation on the node (alloc_cpus, alloc_mem_bytes, alloc_gpus:
-    the Slurm plugin's tags, or a pilot's) -- else what the kernel enforces (`limits`: the
+    Requested: the job ad's Request* (memory in MiB) or the tags request_cpus, request_memory
+    (with a unit), request_gpus. Allocated: what the scheduler says it gave -- the job ad's
+    *Provisioned, or the allocation on the node (alloc_cpus, alloc_mem_bytes, alloc_gpus:
+    a plugin's tags, or a pilot's) -- else what the kernel enforces (`limits`: the
     cgroup's CPU quota or cpuset, its memory limit), else the request; GPUs: else the GPUs
     the job could see. The scheduler's word comes first: a job given every core of its
     node has a cpuset that says nothing (the whole node)."""
@@ -184,7 +184,7 @@ def sizing_basis(summary, reaped=True):
     """Which peak sizes the job (RESIDENT, KERNEL or SAMPLED): never a figure that can miss
     a spike when the kernel keeps an exact one. reaped: jobmon reaped the job's processes,
     so rss_peak_bytes holds each one's kernel high-water mark beside the samples (jobmon
-    run, the HTCondor wrapper); a sampler beside a job it did not start (the Slurm sampler)
+    run, a scheduler's job wrapper); a sampler beside a job it did not start (attach mode)
     has samples only, and then the cgroup's own high-water mark, mem_peak_bytes, is the
     exact one -- it counts page cache too, which errs on the safe side."""
     if reaped and summary.get("rss_peak_bytes"):
@@ -197,7 +197,7 @@ def sizing_basis(summary, reaped=True):
 def sizing_peak(summary, tags=None):
     """(bytes, basis) of the memory peak that sizes the job: the summary's own choice
     (mem_sizing_basis), else for a summary written before it made one, the choice it would
-    have made: a Slurm sampler's record (tags `measured` and `job_id`) was sampled only."""
+    have made: an attach-mode sampler's record (tags `measured` and `job_id`) was sampled only."""
     basis = summary.get("mem_sizing_basis")
     basis = LEGACY_BASIS.get(basis, basis)
     if basis not in BASIS_TEXT:

@@ -1,8 +1,8 @@
 """A job's exit as the summary holds it: exit_code or signal, from a wait status."""
 import os
 
-# Linux's largest signal number (SIGRTMAX): a "signal" beyond it is no signal (Slurm
-# reports its out-of-memory kill as 125, its SIG_OOM 253 & 0x7f)
+# Linux's largest signal number (SIGRTMAX): a "signal" beyond it is no signal (a
+# scheduler may report its out-of-memory kill as 125, its SIG_OOM 253 & 0x7f)
 MAX_SIGNAL = 64
 
 

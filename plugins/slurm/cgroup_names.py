@@ -63,7 +63,10 @@ def chooser(environ):
     return choose
 
 
-# below each step on v2: the leaf of the step's slurmstepd (the tasks are below "user")
+# below each step on v2: the leaf of the step's slurmstepd (the tasks are below "user"):
+# Slurm's cgroup/v2 plugin puts it in job_N/step_X/slurm, so the job's cgroup counts its
+# CPU and processes with the job's (on v1 slurmstepd stays out of cpuacct's job tree);
+# sacct leaves them out, and the attach mode takes them out (jobmon.attach.probe)
 OWN_LEAVES = ("slurm",)
 # the parent of a step's tasks (comm): when they have all exited, slurmstepd kills what
 # is left in the step (proctrack)
