@@ -151,16 +151,16 @@ def test_store_without_authentication_and_a_password_file_that_is_not_there(infl
 def test_warnings_to_syslog_only_where_something_receives(tmp_path):
     node = doctor.Node("/nonexistent")
     path = str(tmp_path / "log")
-    c = doctor.warnings_to("warnings", "syslog", node, syslog=path)
+    c = doctor.warnings_to("warnings", "syslog", node, syslog=path, section="slurm")
     assert c.status == "fail" and "nothing receives syslog" in c.message
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind(path)
     try:
-        c = doctor.warnings_to("warnings", "syslog", node, syslog=path)
+        c = doctor.warnings_to("warnings", "syslog", node, syslog=path, section="slurm")
         assert c.status == "ok"
     finally:
         listener.close()
-    assert doctor.warnings_to("warnings", "none", node).status == "warn"
+    assert doctor.warnings_to("warnings", "none", node, section="slurm").status == "warn"
 
 
 def test_gpu_node_without_and_with_its_reader():

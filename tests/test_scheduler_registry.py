@@ -22,12 +22,11 @@ REGISTRY = "schedulers/"
 # leaves the list when its names go to the schedulers' objects; nothing joins it.
 TO_CONVERT = """
 actions/actor.py actions/policy.py cli/compare.py cli/doctor.py cli/like.py cli/live.py
-cli/query.py cli/reading.py cli/report.py cli/ship.py config/actions.py config/loading.py
-config/schema.py doctor/entry_points.py doctor/site.py influx/schema.py printable.py
-probes/gpu_published.py probes/nvml.py render/html.py render/structured.py
-report/aggregate.py report/canonical.py report/job_efficiency.py report/nodes.py
-report/pilot_records.py report/rightsize.py report/runs.py report/verdict.py
-stores/fingerprint.py stores/local.py summary/advice.py summary/batches.py
+cli/query.py cli/reading.py cli/report.py cli/ship.py config/actions.py config/schema.py
+influx/schema.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
+render/structured.py report/aggregate.py report/canonical.py report/job_efficiency.py
+report/nodes.py report/pilot_records.py report/rightsize.py report/runs.py
+report/verdict.py stores/fingerprint.py summary/advice.py summary/batches.py
 """.split()
 
 
@@ -238,3 +237,47 @@ def test_doctor_checks_and_install_without_the_schedulers_tools(tmp_path):
         # a usage error: wired to the installer, and nothing is written
         assert s.install(["--no-such-option"]) == 2, s
         assert s.install_command
+
+
+# --- the site file, the stored tags, the setup -------------------------------------------
+
+def test_site_file_sections_and_where_else_warnings_go(tmp_path):
+    """Each object's section is the site file's, and the doctor's other way for its
+    warnings is a setting that section takes (`jobmon config check` accepts it)."""
+    from jobmon.doctor import warnings_to
+    for s in schedulers.all():
+        assert s.config_section in config.SCHEMA and "warnings" in config.SCHEMA[s.config_section]
+        setting = s.warnings_elsewhere.split(" (")[0].split(", a file")[0]
+        assert setting.startswith(f"[{s.config_section}] warnings = "), s
+        key, value = setting.split("] ", 1)[1].split(" = ")
+        site = tmp_path / f"{s.tag}.toml"
+        site.write_text(f"[{s.config_section}]\n{key} = {value}\n")
+        assert config.load(str(site))[s.config_section]["warnings"] == value.strip('"')
+        c = warnings_to("warnings", "syslog", Node("/nonexistent"), syslog=str(tmp_path / "no"),
+                        section=s.config_section)
+        assert c.status == FAIL and s.warnings_elsewhere in c.fix, c.fix
+
+
+def test_qualifier_tags_are_what_identity_tags_and_qualifier_reads():
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    ads = fixture("htcondor")
+    env = {"_CONDOR_JOB_AD": f"{ads}/.job.ad", "_CONDOR_MACHINE_AD": f"{ads}/.machine.ad"}
+    tags = condor.identify(env).tags
+    (tag,) = condor.qualifier_tags
+    assert condor.qualifier({"tags": tags}) == tags[tag] == "ap01.example.org"
+    assert slurm.qualifier_tags == ()
+
+
+def test_the_shipper_service_user_and_other_start_where_a_scheduler_runs_jobs(tmp_path):
+    from jobmon.doctor import site
+    site_file = tmp_path / "jobmon.toml"
+    site_file.write_text(f'[spool]\ndir = "{tmp_path}/spool"\n\n'
+                         f'[shipper]\nstate_dir = "{tmp_path}/state"\n')
+    condor = schedulers.get("htcondor")
+    ads = fixture("htcondor")
+    node = Node(str(site_file), env={"_CONDOR_JOB_AD": f"{ads}/.job.ad", "PATH": "/nonexistent"})
+    node.cfg = config.load(str(site_file))
+    assert site.shipper_name(node) == condor.service_user == "condor"
+    check = site.shipper(node)
+    assert check.status == FAIL and check.fix.endswith(f", or {condor.shipper_start}"), check.fix
+    assert not schedulers.get("slurm").service_user and not schedulers.get("slurm").shipper_start

@@ -11,6 +11,10 @@ from .schema import (ABSOLUTE_PATHS, CHOICES, MIN_BATCH_BYTES, MIN_SHARE_BYTES, 
 from .validate import url_problem
 
 DEFAULT_PATH = "/etc/jobmon/jobmon.toml"
+# sections whose `warnings` takes syslog, none or a file (a scheduler's samplers), not a
+# fixed choice: the file's directory must exist
+WARNINGS_FILE_SECTIONS = tuple(s for s, keys in SCHEMA.items()
+                               if "warnings" in keys and (s, "warnings") not in CHOICES)
 
 
 class ConfigError(Exception):
@@ -145,15 +149,18 @@ def _check_paths(values, path, text):
         if value and not value.startswith("/"):
             raise ConfigError(f"{_where(path, text, key)}{section}.{key} must be an absolute "
                               f"path, not {value!r}")
-    warnings = values["slurm"]["warnings"]
-    if warnings not in ("syslog", "none"):
+    for section in WARNINGS_FILE_SECTIONS:
+        warnings = values[section]["warnings"]
+        if warnings in ("syslog", "none"):
+            continue
         where = _where(path, text, "warnings")
         if not warnings.startswith("/"):
-            raise ConfigError(f"{where}slurm.warnings must be syslog, none or an absolute "
+            raise ConfigError(f"{where}{section}.warnings must be syslog, none or an absolute "
                               f"path, not {warnings!r}")
         if not os.path.isdir(os.path.dirname(warnings)):
-            raise ConfigError(f"{where}slurm.warnings: no directory {os.path.dirname(warnings)}"
-                              f" for {warnings} (warnings would be lost)")
+            raise ConfigError(f"{where}{section}.warnings: no directory "
+                              f"{os.path.dirname(warnings)} for {warnings} (warnings would be "
+                              f"lost)")
 
 
 def _toml():

@@ -2,6 +2,7 @@
 interpreter they start, and where their warnings go."""
 import os
 
+from .. import schedulers
 from ..job import job_user_check
 from .check import FAIL, OK, WARN, Check
 
@@ -31,17 +32,15 @@ def syslog_receives(path="/dev/log"):
         s.close()
 
 
-# where else a scheduler entry point's warnings may go, as its section accepts it
-WARNINGS_ELSEWHERE = {
-    "condor": '[condor] warnings = "stderr" (into each job\'s own stderr)',
-    "slurm": '[slurm] warnings = "/var/log/jobmon-warnings.log", a file job users append to '
-             '(touch /var/log/jobmon-warnings.log; chmod 622 /var/log/jobmon-warnings.log)'}
+# where else a scheduler entry point's warnings may go, as its section accepts it: {the
+# site file's section: the registered scheduler's word}
+WARNINGS_ELSEWHERE = {s.config_section: s.warnings_elsewhere for s in schedulers.all()}
 
 
-def warnings_to(name, where, node, fallback=None, syslog="/dev/log", section="slurm"):
+def warnings_to(name, where, node, fallback=None, syslog="/dev/log", *, section):
     """Check: where a scheduler entry point's warnings go, and whether anything gets
     them. fallback: where they go instead when syslog receives nothing, if anywhere;
-    section: the site file's section that says where ("condor" or "slurm")."""
+    section: the site file's section that says where (a scheduler's config_section)."""
     elsewhere = WARNINGS_ELSEWHERE[section]
     if where == "none":
         return Check(name, WARN, "warnings are dropped (warnings = \"none\"): a job that "

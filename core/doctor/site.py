@@ -7,7 +7,7 @@ import pwd
 import stat
 import time
 
-from .. import config
+from .. import config, schedulers
 from ..job import job_user_check
 from .check import FAIL, OK, WARN, Check
 
@@ -66,14 +66,17 @@ def shipper_uid(node):
 
 def shipper_name(node):
     """The shipper's user by name: as given or found (shipper_uid), else the service user
-    the docs install it as: HTCondor's `condor` where HTCondor runs jobs, else `jobmon`."""
+    the docs install it as: the account of a scheduler that runs jobs here and has one
+    (its service_user), else `jobmon`."""
     if node.shipper_user:
         return node.shipper_user
     uid = shipper_uid(node)
     if uid is not None:
         return _name(uid)
     from .schedulers_here import found
-    return "condor" if "htcondor" in found(node) else "jobmon"
+    here = found(node)
+    return next((s.service_user for s in schedulers.all() if s.tag in here and s.service_user),
+                "jobmon")
 
 
 def _name(uid):
@@ -207,8 +210,8 @@ def shipper(node):
         mtime = os.stat(os.path.join(d, STATE_FILE)).st_mtime
     except FileNotFoundError:
         return Check("shipper", FAIL, f"the shipper has not run yet (no state in {d})",
-                     "start it: `systemctl enable --now jobmon-ship`, or the startd's cron "
-                     "(deploy/condor; condor_reconfig)")
+                     "start it: `systemctl enable --now jobmon-ship`" + "".join(
+                         f", or {s.shipper_start}" for s in schedulers.all() if s.shipper_start))
     except OSError as e:
         return Check("shipper", WARN, f"cannot read its state: {e}", "run the doctor as root")
     ran = max(state.last_run or 0, mtime)

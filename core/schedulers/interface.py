@@ -137,6 +137,20 @@ class Scheduler:
         """Install its entry points on this node (what `install_command` runs)."""
         raise NotImplementedError
 
+    # --- the site file, the stored tags, the setup (plain values: read by the doctor and
+    # the stores without calling into the plugin) ----------------------------------------
+    config_section = ""     # its section of the site file (its entry points' settings)
+    # where else its entry points' warnings may go, as its section takes it: the doctor's
+    # fix where nothing receives syslog
+    warnings_elsewhere = ""
+    # tags that say which of its instances a job id is of (two instances' ids can clash):
+    # stored as tags of their own beside the job id (InfluxDB tags, `jobmon act`'s rows)
+    qualifier_tags = ()
+    # the account its packages make, that the docs run the shipper as where it runs jobs
+    # ("" none: then the docs' own `jobmon`); and another way to start the shipper there
+    # than `systemctl enable --now jobmon-ship` ("" none)
+    service_user = ""
+    shipper_start = ""
 
 # the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`,
 # declared (jobmon.metrics.declared)

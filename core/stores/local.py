@@ -250,13 +250,15 @@ class LocalStore(Sink, Store):
 
     # --- `jobmon act`'s warnings and actions (a table made by its first write) ---
     def latest(self, since):
+        from .. import schedulers
         from ..influx.schema import PROMOTED_TAGS
+        qualifiers = tuple(t for s in schedulers.all() for t in s.qualifier_tags)
         out = []
         for rec in self.unfinished():
             last = self.last_samples(rec, 1)
             if last and last[-1]["time"] >= since * 1e9:
                 tags = rec.get("tags") or {}
-                row = {t: tags.get(t) for t in ("schedd",) + PROMOTED_TAGS}
+                row = {t: tags.get(t) for t in qualifiers + PROMOTED_TAGS}
                 row.update({k: rec.get(k) for k in ("job", "run", "host", "user", "scheduler")},
                            cluster=None, sample=last[-1])
                 out.append(row)

@@ -106,7 +106,7 @@ def evaluate(k, node):
                            path=w["path"]))
     out.append(shipper_cron(k, node))
     where = node.cfg["condor"]["warnings"] if node.cfg is not None else "syslog"
-    out.append(warnings_to("warnings", where, node, section="condor"))
+    out.append(warnings_to("warnings", where, node, section=SCHEDULER.config_section))
     out.append(job_cgroups())
     return out
 

@@ -74,6 +74,13 @@ class HTCondor(Scheduler):
                  "SCHEDD#4711\" (a cluster)",
     }
 
+    # --- the site file, the stored tags, the setup -------------------------------------
+    config_section = "condor"
+    warnings_elsewhere = '[condor] warnings = "stderr" (into each job\'s own stderr)'
+    qualifier_tags = ("schedd",)            # the wrapper's tag, from the job's GlobalJobId
+    service_user = "condor"                 # HTCondor's packages make it
+    shipper_start = "the startd's cron (deploy/condor; condor_reconfig)"
+
     def pick(self, records, job, run):
         # a per-run source (epoch, event log) before the job's ad
         run = int(run) if str(run or "").isdigit() else None

@@ -145,7 +145,7 @@ def wrapper_checks(node, wrapper):
                                flags=("-I", "-S"), site=True))
     run_dir = wrapper.get("run_dir", hooks.RUN_DIR)
     where = node.cfg["slurm"]["warnings"] if node.cfg is not None else "syslog"
-    out.append(warnings_to("warnings", where, node,
+    out.append(warnings_to("warnings", where, node, section=SCHEDULER.config_section,
                            fallback=os.path.join(run_dir, hooks.WARNINGS_FILE)))
     return out
 

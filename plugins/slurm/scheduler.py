@@ -70,6 +70,12 @@ class Slurm(Scheduler):
         "batch": "\"array 12345\" (an array)",
     }
 
+    # --- the site file, the stored tags, the setup -------------------------------------
+    config_section = "slurm"
+    warnings_elsewhere = ('[slurm] warnings = "/var/log/jobmon-warnings.log", a file job users '
+                          'append to (touch /var/log/jobmon-warnings.log; chmod 622 '
+                          '/var/log/jobmon-warnings.log)')
+
     def cgroup_names(self, environ):
         from . import cgroup_names as n
         return {"wanted": n.wanted(environ), "skip": n.skipper(environ),
