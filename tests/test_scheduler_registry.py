@@ -26,7 +26,7 @@ cli/query.py cli/reading.py cli/report.py cli/ship.py config/actions.py config/s
 influx/schema.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
 render/structured.py report/aggregate.py report/canonical.py report/job_efficiency.py
 report/nodes.py report/pilot_records.py report/rightsize.py report/runs.py
-report/verdict.py stores/fingerprint.py summary/advice.py summary/batches.py
+report/verdict.py stores/fingerprint.py summary/advice.py
 """.split()
 
 
@@ -281,3 +281,30 @@ def test_the_shipper_service_user_and_other_start_where_a_scheduler_runs_jobs(tm
     check = site.shipper(node)
     assert check.status == FAIL and check.fix.endswith(f", or {condor.shipper_start}"), check.fix
     assert not schedulers.get("slurm").service_user and not schedulers.get("slurm").shipper_start
+
+
+def test_batches_name_instances_and_clusters_as_the_objects_say():
+    """The batch a job is in (jobmon.summary.batches) takes the qualifier tags and which
+    ids are a cluster's members from the registered objects, or from the wrapper's own,
+    which say the same; a real job ad's job is in its batch, else its schedd's cluster."""
+    from jobmon.plugins import condor as condor_plugin
+    from jobmon.summary import batches
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    known = batches.registered()
+    assert known.qualifiers == condor.qualifier_tags + slurm.qualifier_tags
+    assert known.clustered == {"htcondor"} and "." in condor.id_members
+    wrapper = batches.Known(condor_plugin.QUALIFIER_TAGS, (condor_plugin.SCHEDULER,))
+    ads = fixture("htcondor")
+    ident = condor.identify({"_CONDOR_JOB_AD": f"{ads}/.job.ad",
+                             "_CONDOR_MACHINE_AD": f"{ads}/.machine.ad"})
+    record = {"job": ident.job, "scheduler": ident.scheduler, "tags": ident.tags}
+    assert batches.batch_text(record) == f"batch {ident.tags['JobBatchName']}"
+    record["tags"] = {k: v for k, v in ident.tags.items() if k != "JobBatchName"}
+    for k in (None, known, wrapper):
+        assert batches.batch_text(record, k) == "cluster ap01.example.org#4711"
+    assert batches.batch_of(dict(record, scheduler="slurm")) is None
+    assert batches.batch_of(dict(record, scheduler=None, tags={})) == ("cluster", "4711")
+    env = _env(fixture("slurm", "prolog", "plain.env"))
+    ident = slurm.identify(env)
+    assert batches.batch_of({"job": f"{ident.job}_3", "scheduler": "slurm",
+                             "tags": ident.tags}) == ("array", ident.job)

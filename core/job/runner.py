@@ -115,9 +115,11 @@ def main(argv):
     run(args)
 
 
-def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None):
+def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None, batches=None):
     """One command's whole life under the sampler, for `jobmon run` and the scheduler
     wrappers. identity: the scheduler plugin's Identity (job id, scheduler, run, tags);
+    batches: what the batch its job is in takes of its scheduler (jobmon.summary.batches.
+    Known: the plugin's own, so that its summary does not load every scheduler's);
     choose_cgroup(name): the wrapper's own cgroup policy; start_failed(StartError): told
     before jobmon exits because the command could not be started; on_end(summary): told
     once the job has ended and been recorded (the wrapper's report card); its failures
@@ -143,7 +145,7 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
         if cg:
             cg.remove()
         warn(str(e))
-        record_failed_start(args, identity, e, start)
+        record_failed_start(args, identity, e, start, batches)
         if start_failed:
             start_failed(e)
         sys.exit(e.status)
@@ -157,7 +159,7 @@ def run(args, identity=None, choose_cgroup=None, start_failed=None, on_end=None)
     job = None
     try:
         job = start_session(args, cg, start, t0, sup.reaped_peak, identity, command=pid,
-                            base=base, overhead=overhead, kmsg=kmsg)
+                            base=base, overhead=overhead, kmsg=kmsg, batches=batches)
         sup.on_tick, sup.interval = job.tick, args.interval
         sup.on_reap = getattr(job.probe, "reaping", None)   # procfs: its census
     except Exception as e:  # monitoring could not start: the command runs all the same
@@ -198,7 +200,7 @@ def _kernel_log(cg):
 
 
 def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None, base=None,
-                  overhead=None, kmsg=None):
+                  overhead=None, kmsg=None, batches=None):
     from .session import Session, describe_job, open_probe, open_sinks
     probe = open_probe(cg, warn, command=command)
     if identity is None:
@@ -207,7 +209,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
         job = describe_job(identity.job, probe.method, start, identity.tags, args.cmd,
                            args.interval, identity.scheduler, identity.run)
     session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
-                      args.interval, t0=t0, kernel_peak=kernel_peak, kmsg=kmsg)
+                      args.interval, t0=t0, kernel_peak=kernel_peak, kmsg=kmsg, batches=batches)
     if base is not None:     # an existing cgroup: count from the command's start
         session.sampler.base = base
     elif cg is not None and not cg.created:
@@ -225,7 +227,7 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
     return session
 
 
-def record_failed_start(args, identity, err, start):
+def record_failed_start(args, identity, err, start, batches=None):
     """A command that could not be started still gets a record: the exit status a shell
     gives (126, 127), no figures, and why (tag `start_failed`)."""
     from .session import Session, describe_job, open_sinks
@@ -237,7 +239,8 @@ def record_failed_start(args, identity, err, start):
         job = describe_job(job_id, NoProbe.method, start, tags, args.cmd, args.interval,
                            scheduler, run)
         sinks = open_sinks(args.store, args.out, args.format, warn)
-        Session(job, NoProbe(), sinks, args.interval, kernel_peak=None).finish(err.status << 8)
+        Session(job, NoProbe(), sinks, args.interval, kernel_peak=None,
+                batches=batches).finish(err.status << 8)
     except Exception as e:   # the exit status is what matters now
         warn(f"could not record the failed start: {e}")
 

@@ -85,8 +85,9 @@ class Session:
     """A job being sampled: tick() while it runs, finish() once it is over."""
 
     def __init__(self, job, probe, sinks, interval, t0=None, own_process=True,
-                 kernel_peak=reaped_peak, kmsg=None):
+                 kernel_peak=reaped_peak, kmsg=None, batches=None):
         self.job = job
+        self.batches = batches   # its scheduler's jobmon.summary.batches.Known, if given
         self.sampler = Sampler(probe, sinks, job, interval, own_process=own_process,
                                kernel_peak=kernel_peak)
         if t0 is not None:   # the job started before the sampler was set up
@@ -177,7 +178,7 @@ class Session:
         s.update(completeness(s))
         s["command"] = self.job.get("command")
         from ..summary.batches import batch_text
-        s["batch"] = batch_text(self.job)
+        s["batch"] = batch_text(self.job, self.batches)
         if any(getattr(x, "ships", False) for x in sampler.sinks):   # ~2 ms: where it is read
             s["advice"] = _advice(dict(s, scheduler=self.job.get("scheduler")))
         s["lost_points"] = 0

@@ -10,6 +10,9 @@ from .. import Identity
 from . import classad_text
 
 SCHEDULER = "htcondor"
+# the tag that names the schedd a job id is of (two schedds' 4711.0 are two jobs): its
+# object's qualifier_tags, and what the wrapper's end-of-job summary names a batch with
+QUALIFIER_TAGS = ("schedd",)
 # job ad attributes copied into the tags, under their own names
 JOB_ATTRS = ("GlobalJobId", "Owner", "AccountingGroup", "AcctGroup", "AcctGroupUser",
              "JobBatchName", "DAGNodeName", "DAGManJobId", "JobUniverse",
@@ -70,7 +73,7 @@ def identity(job_ad, machine_ad, environ=os.environ):
         _put(tags, name, job_ad.get(name))
     gid = job_ad.get("GlobalJobId")
     if isinstance(gid, str) and "#" in gid:
-        tags["schedd"] = gid.split("#")[0]
+        tags[QUALIFIER_TAGS[0]] = gid.split("#")[0]
     account = accounting_group(job_ad)
     if account:
         tags["account"] = account   # promoted to an InfluxDB tag (docs/schema.md)

@@ -6,6 +6,8 @@ import re
 
 from jobmon.schedulers.interface import Scheduler
 
+from . import QUALIFIER_TAGS
+
 # an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
 GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")
 _GLOBAL = re.compile(r"(?P<schedd>[^#]+)#(?P<job>\d+\.\d+)#\d+")
@@ -77,7 +79,7 @@ class HTCondor(Scheduler):
     # --- the site file, the stored tags, the setup -------------------------------------
     config_section = "condor"
     warnings_elsewhere = '[condor] warnings = "stderr" (into each job\'s own stderr)'
-    qualifier_tags = ("schedd",)            # the wrapper's tag, from the job's GlobalJobId
+    qualifier_tags = QUALIFIER_TAGS         # the wrapper's tag, from the job's GlobalJobId
     service_user = "condor"                 # HTCondor's packages make it
     shipper_start = "the startd's cron (deploy/condor; condor_reconfig)"
 

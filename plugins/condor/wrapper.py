@@ -48,9 +48,14 @@ def main(argv=None, config=None):
         warnings.write(f"jobmon: monitoring disabled: {type(e).__name__}: {e}\n")
         exec_job(argv)
     try:
+        from jobmon.summary.batches import Known
+        from jobmon.plugins.condor import QUALIFIER_TAGS, SCHEDULER
         runner.run(plan.args(argv), identity=plan.identity, choose_cgroup=plan.choose_cgroup,
                    start_failed=lambda e: job_cannot_start(str(e), e.status, e.errno, argv),
-                   on_end=plan.report_card)
+                   on_end=plan.report_card,
+                   # its batches without loading every scheduler: its ids' members
+                   # (4711.3 of 4711) are a cluster's (the object's id_members)
+                   batches=Known(QUALIFIER_TAGS, (SCHEDULER,)))
     except Exception as e:   # a jobmon bug before the job started: run it all the same
         if _has_children():
             raise
