@@ -152,6 +152,7 @@ class Scheduler:
     service_user = ""
     shipper_start = ""
 
+
 # the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`,
 # declared (jobmon.metrics.declared)
 FIGURES = (
