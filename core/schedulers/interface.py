@@ -137,6 +137,34 @@ class Scheduler:
         """Install its entry points on this node (what `install_command` runs)."""
         raise NotImplementedError
 
+    # === what the read side shows of it: reports, messages, help texts ===================
+    # (jobmon query, report, compare, watch, act and the renderers take these words and
+    # figures from the object, so that no read-side module names a scheduler)
+    accounting_tool = ""    # the command its accounting is read with, as users know it
+    qualifier_tag = ""      # the stored tag (and field of the store's flat rows and of
+    #                         `jobmon act`'s records) naming the instance its job ids are
+    #                         of; "" where its ids need none (see qualifier())
+    instance_name = ""      # what one such instance is called in messages ("" none)
+    id_examples = ""        # its id forms as users type them (`jobmon query --help`)
+    memory_field = ""       # the field of its record (as_dict) that holds memory_figure's
+    #                         figure: the HTML report's "recorded" memory line
+    keeps_script = False    # it keeps the job's script where the per-job path hashes it
+    #                         (script_hash): its batch jobs are matched by script
+    ship_from = ""          # where a node of it runs the one-shot `jobmon ship` at a job's
+    #                         end, as its admins know it (`jobmon ship --help`)
+
+    def request_line(self, resource, amount):
+        """The statement that asks for `amount` of `resource` ("cores": N, "memory_bytes":
+        B, "gpus": N) in its jobs' own submit syntax (the verdict's advice), or None where
+        it has none."""
+        return None
+
+    def slot_resources(self, tags):
+        """What it gave a job's slot, from the attributes its plugin copied into the job's
+        tags: a jobmon.report.canonical.Resources, or None where they do not say (not
+        even the cores)."""
+        return None
+
 
 # the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`,
 # declared (jobmon.metrics.declared)
@@ -160,3 +188,11 @@ FIGURES = (
     {"name": "scheduler_cpu_seconds", "unit": "s", "range": "cpu", "method": "recorded",
      "meaning": "the scheduler's own CPU figure of the run (reconciled)"},
 )
+
+
+def whole_memory(nbytes, unit):
+    """nbytes as text for request_line(): whole GiB and unit[0] where it is a whole number
+    of them, else whole MiB (rounded up) and unit[1]."""
+    if nbytes % (1 << 30) == 0:
+        return f"{nbytes >> 30}{unit[0]}"
+    return f"{-(-nbytes // (1 << 20))}{unit[1]}"
