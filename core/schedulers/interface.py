@@ -5,7 +5,8 @@ Core asks the object; it never names a scheduler itself (tests/test_scheduler_re
 The parts, in the order a job meets them (docs/developing.md, "Add a scheduler"):
 identity (the plugin's detect/identify, on the per-job path: standard library only),
 cgroup layout, accounting source, outcome and "not yet" text, the report's figures, id
-syntax and qualification, actions (`jobmon act`), doctor checks, install. Every method
+syntax and qualification, actions (`jobmon act`), doctor checks, install, and what the
+read side shows of it (reports, messages, help texts: its own block below). Every method
 imports what it needs when called, so holding the object costs nothing.
 """
 import importlib
