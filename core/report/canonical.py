@@ -198,12 +198,13 @@ def _exit(end, restarted):
 
 def classify(end):
     """Goodput or badput of one run (RunEnd), whose doing, and why. The scheduler's state
-    decides where it says more than the exit status (held, removed, evicted, node failure;
-    a scheduler's hold and vacate codes say whose doing: its object's code_cause); otherwise the exit status does: 0 is
-    goodput, another code the user's failure, a signal the program brings on itself
-    (SIGSEGV, SIGABRT, ...) the user's, a signal from outside (SIGTERM, SIGKILL, ...) of
-    unknown cause. A run after which the job started again did not complete it: badput even
-    with exit code 0 (then the site's: the result was lost)."""
+    decides where it says more than the exit status (held, removed, evicted, node
+    failure; a scheduler's hold and vacate codes say whose doing: its object's
+    code_cause); otherwise the exit status does: 0 is goodput, another code the user's
+    failure, a signal the program brings on itself (SIGSEGV, SIGABRT, ...) the user's, a
+    signal from outside (SIGTERM, SIGKILL, ...) of unknown cause. A run after which the
+    job started again did not complete it: badput even with exit code 0 (then the
+    site's: the result was lost)."""
     state = end.state
     if isinstance(state, int):
         state = state_name(state)

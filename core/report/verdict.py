@@ -1,8 +1,8 @@
 """The verdict a job's report opens with: the cores it used of those it was given, its
 memory peak of what it was given, how it ended and why, and the most useful advice written
 in the job's own submit syntax (its scheduler's, which its object writes: request_line;
-`jobmon run`'s tags). A model, no rendering: it only picks from and rewrites the report's figures and the
-advice jobmon.summary.advice gave. Read side, standard library only."""
+`jobmon run`'s tags). A model, no rendering: it only picks from and rewrites the report's
+figures and the advice jobmon.summary.advice gave. Read side, standard library only."""
 from .. import schedulers
 from ..schedulers.interface import whole_memory
 from ..summary.efficiency import KERNEL, RESIDENT, SAMPLED
