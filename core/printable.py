@@ -46,7 +46,7 @@ def fixed(value, spec=".2f"):
 
 
 # The one unit policy for bytes: binary units with their IEC names (1 KiB = 1024 B), as
-# HTCondor and Slurm read memory requests (their "MB" and "GB" are MiB and GiB)
+# the schedulers read memory requests (their "MB" and "GB" are MiB and GiB)
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 

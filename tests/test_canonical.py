@@ -92,16 +92,19 @@ def test_used_from_a_jobmon_summary():
     assert gpu_no_util.gpus is None
 
 
-def test_resources_from_condor_attributes_in_mib():
+def test_slot_resources_from_htcondor_attributes_in_mib():
+    """The HTCondor object reads what it gave a slot from the attributes its wrapper copies
+    into the job's tags (jobmon.schedulers)."""
+    from jobmon import schedulers
+    slot = schedulers.get("htcondor").slot_resources
     tags = {"CpusProvisioned": "4", "MemoryProvisioned": "8192", "GPUsProvisioned": "1",
             "RequestMemory": "ifThenElse(MemoryUsage > 2048, 4096, 2048)"}
-    assert c.resources_from_condor(tags) == Resources(4.0, 8 * GIB, 1.0)
+    assert slot(tags) == Resources(4.0, 8 * GIB, 1.0)
     # Request* where Provisioned is missing; an unevaluated expression is not a number
-    assert c.resources_from_condor({"RequestCpus": "2", "RequestMemory": "2048"}) == \
-        Resources(2.0, 2 * GIB, 0.0)
-    assert c.resources_from_condor({"RequestCpus": "1", "RequestMemory": "x * 2"}) == \
-        Resources(1.0, None, 0.0)
-    assert c.resources_from_condor({"Owner": "alice"}) is None
+    assert slot({"RequestCpus": "2", "RequestMemory": "2048"}) == Resources(2.0, 2 * GIB, 0.0)
+    assert slot({"RequestCpus": "1", "RequestMemory": "x * 2"}) == Resources(1.0, None, 0.0)
+    assert slot({"Owner": "alice"}) is None
+    assert schedulers.get("slurm").slot_resources(tags) is None
 
 
 @pytest.mark.parametrize("bad", [dict(cores=-1), dict(memory_bytes=-1.0),

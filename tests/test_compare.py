@@ -135,6 +135,32 @@ def test_like_finds_the_earlier_runs_of_the_same_command(tmp_path):
     assert alone["earlier"] == 0 and alone["headline"].startswith("No earlier run")
 
 
+def test_like_says_why_a_run_has_no_hash(tmp_path):
+    """A run recorded before jobmon kept the hashes (here: its store's hashes taken out):
+    --like ends with why -- such a run, or a batch job of a scheduler that keeps the job's
+    script (its object's keeps_script) whose script its user could not read."""
+    import json
+    import sqlite3
+    store = str(tmp_path / "s.db")
+    assert run(store, "old", "true") == 0
+
+    def unhashed(text):
+        d = json.loads(text)
+        for part in (d, d.get("tags") or {}):
+            part.pop("command_hash", None)
+            part.pop("script_hash", None)
+        return json.dumps(d)
+    with sqlite3.connect(store) as db:
+        for rid, info, summary in db.execute("SELECT id, info, summary FROM runs").fetchall():
+            db.execute("UPDATE runs SET info = ?, summary = ? WHERE id = ?",
+                       (unhashed(info), unhashed(summary), rid))
+    r = jobmon("query", "old", "--like", f"--store={store}")
+    assert r.returncode == 1, r.stderr
+    assert "has no hash of its command or job script (a run recorded before jobmon kept " \
+        "them, or a Slurm batch job whose script was out of its user's reach): nothing " \
+        "to match its earlier runs by" in " ".join(r.stderr.split()), r.stderr
+
+
 @root
 @needs_test_user
 def test_like_and_compare_on_influxdb(site):

@@ -217,6 +217,13 @@ def test_htcondor_job_beside_its_history(tmp_path):
     assert figures["CPU user + system"] > 3000   # the history's run, not this one
     assert any(d["field"] == "cpu_seconds" and d["reason"] for d in sch["differences"])
     assert "HTCondor MemoryUsage" in {m["name"] for m in rep["memory"]}
+    # the CSV's difference rows: HTCondor's figure (under its tag), with the reason
+    c = jobmon("query", "4711.0", "--csv", f"--store={st.store}", env=env)
+    rows = [r for r in csv.reader(io.StringIO(c.stdout)) if r[1:2] == ["difference"]]
+    theirs = {d["field"]: d for d in sch["differences"]}
+    assert len(rows) == len(theirs) and all(
+        v == str(theirs[f]["htcondor"]) and why == theirs[f]["reason"]
+        for _j, _s, f, v, _u, why in rows), (rows, theirs)
     t = jobmon("query", "4711.0", f"--store={st.store}", env=env)
     assert "HTCondor recorded" in t.stdout and max(map(len, t.stdout.splitlines())) <= 80
     # without a source: a note says what to configure, the report goes on

@@ -21,12 +21,8 @@ REGISTRY = "schedulers/"
 # What is left to convert: core files that still name a scheduler (code or comments). Each
 # leaves the list when its names go to the schedulers' objects; nothing joins it.
 TO_CONVERT = """
-actions/actor.py actions/policy.py cli/compare.py cli/doctor.py cli/like.py cli/live.py
-cli/query.py cli/reading.py cli/report.py cli/ship.py config/actions.py config/schema.py
-influx/schema.py printable.py probes/gpu_published.py probes/nvml.py render/html.py
-render/structured.py report/aggregate.py report/canonical.py report/job_efficiency.py
-report/nodes.py report/pilot_records.py report/rightsize.py report/runs.py
-report/verdict.py stores/fingerprint.py summary/advice.py
+cli/doctor.py config/actions.py config/schema.py influx/schema.py probes/gpu_published.py
+probes/nvml.py
 """.split()
 
 
@@ -308,3 +304,97 @@ def test_batches_name_instances_and_clusters_as_the_objects_say():
     ident = slurm.identify(env)
     assert batches.batch_of({"job": f"{ident.job}_3", "scheduler": "slurm",
                              "tags": ident.tags}) == ("array", ident.job)
+
+
+# --- what the read side shows of it: words and figures of reports, messages, help -------
+
+def test_memory_field_holds_its_memory_figure_on_real_records(tmp_path):
+    """The HTML report's "recorded" memory line reads the record's memory_field: the same
+    figure as the memory_figure row of figures(), on each scheduler's real record."""
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    site = tmp_path / "jobmon.toml"
+    site.write_text(f'[condor]\nhistory = "{fixture("htcondor", "real-pool-25.14", "history")}"\n')
+    (rec,) = [r for r in condor.accounting().source(config.load(str(site))).lookup("1.0")]
+    with open(fixture("slurm", "sacct", "plain.json")) as f:
+        srec = slurm.accounting().records_from_json(json.load(f))[0]
+    for s, r in ((condor, rec), (slurm, srec)):
+        value = r.as_dict()[s.memory_field]
+        assert value and dict((lb, v) for lb, v, _u in s.figures(r))[s.memory_figure[1]] == value
+    from jobmon.render.html import REFERENCES
+    (recorded,) = [names for plot, kind, names in REFERENCES if kind == "recorded"]
+    assert recorded == (("memory_usage_bytes", "HTCondor MemoryUsage"),
+                        ("max_rss_bytes", "Slurm MaxRSS"))
+
+
+def test_instance_qualifier_tag_of_a_real_ad():
+    """The stored tag naming a job's instance (its flat field in the store's latest rows
+    and `jobmon act`'s records) is the one the wrapper writes from the real job ad."""
+    from jobmon.stores.ids import instance_in, instance_of
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    ads = fixture("htcondor", "real-pool-25.14")
+    tags = condor.identify({"_CONDOR_JOB_AD": f"{ads}/.job.ad",
+                            "_CONDOR_MACHINE_AD": f"{ads}/.machine.ad"}).tags
+    assert tags[condor.qualifier_tag] == "vm" == instance_of({"tags": tags})
+    assert instance_in(dict(tags)) == "vm" and instance_in({"job": "1"}) is None
+    assert condor.instance_name == "schedd" and not slurm.qualifier_tag
+    ident = slurm.identify(_env(fixture("slurm", "prolog", "plain.env")))
+    assert instance_in(ident.tags) is None and instance_of({"tags": ident.tags}) is None
+
+
+def test_id_examples_are_ids_it_takes():
+    """Every id the help text shows is one its object's id syntax takes (a qualified one
+    through split_qualified)."""
+    for s in schedulers.all():
+        shown = [t for t in re.findall(r"[\w#.+]+", s.id_examples) if re.search(r"\d", t)]
+        assert len(shown) >= 3, s
+        for t in shown:
+            job, instance = s.split_qualified(t)
+            assert re.fullmatch(s.id_pattern, job) and (instance or job == t), (s, t)
+
+
+def test_request_lines_in_each_submit_syntax():
+    condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
+    gib = 1 << 30
+    assert condor.request_line("cores", 4) == "request_cpus = 4"
+    assert condor.request_line("memory_bytes", 3 * gib) == "request_memory = 3 GB"
+    assert condor.request_line("memory_bytes", gib + 1) == "request_memory = 1025 MB"
+    assert condor.request_line("gpus", 1) == "request_gpus = 1"
+    assert slurm.request_line("cores", 4) == "#SBATCH --cpus-per-task=4"
+    assert slurm.request_line("memory_bytes", 3 * gib // 2) == "#SBATCH --mem=1536M"
+    assert slurm.request_line("gpus", 0) == "no #SBATCH --gpus or --gres=gpu"
+    assert condor.request_line("disk", 1) is None and slurm.request_line("disk", 1) is None
+    from jobmon.report.verdict import submit_syntax
+    ask = {"cores": 2, "memory_bytes": 2 * gib}
+    assert submit_syntax("slurm", ask) == ["#SBATCH --cpus-per-task=2", "#SBATCH --mem=2G"]
+    assert submit_syntax("local", ask) == ["--tag request_cpus=2", "--tag request_memory=2GiB"]
+
+
+def test_slot_resources_of_a_real_ad():
+    from jobmon.report.canonical import Resources
+    condor = schedulers.get("htcondor")
+    ads = fixture("htcondor", "real-pool-25.14")
+    tags = condor.identify({"_CONDOR_JOB_AD": f"{ads}/.job.ad",
+                            "_CONDOR_MACHINE_AD": f"{ads}/.machine.ad"}).tags
+    assert condor.slot_resources(tags) == Resources(1.0, 512 << 20, 0.0)
+    assert schedulers.get("slurm").slot_resources(tags) is None
+
+
+def test_help_texts_name_every_scheduler_from_its_object():
+    """The commands' help texts built from the objects read as they did when they named
+    the two schedulers themselves."""
+    import typer.main
+    from jobmon.cli import app
+    cmds = typer.main.get_command(app).commands
+    helps = {(c, p.name): p.help for c in ("query", "compare", "report")
+             for p in cmds[c].params if getattr(p, "help", None)}
+    assert "what HTCondor or Slurm recorded beside jobmon's figures (condor_history, " \
+        "sacct)" in helps["query", "scheduler"]
+    assert "with what HTCondor or Slurm recorded (condor_history, sacct)" in \
+        helps["compare", "scheduler"]
+    assert "show what HTCondor or Slurm recorded beside jobmon's figures (condor_history, " \
+        "sacct); without" in helps["report", "scheduler"]
+    for s in schedulers.all():
+        assert f"{s.name}: {s.id_examples}" in helps["query", "job_id"]
+    assert "One-shot by default (cron, HTCondor STARTD_CRON, a Slurm epilog): ships" in \
+        cmds["ship"].help
+    assert [s.tag for s in schedulers.all() if s.keeps_script] == ["slurm"]

@@ -10,7 +10,7 @@ import time
 
 from .. import schedulers as registry
 from ..config.ownership import pilot_accounts
-from ..stores.ids import JobRef
+from ..stores.ids import JobRef, instance_in, instance_of
 from . import ActionError
 from . import policy as pol
 from . import records, warning
@@ -82,17 +82,17 @@ def _describe(store, idle):
     """Each running record with its description (tags: the scheduler's own ids), matched by
     its series' tags (two instances' job of one id, user and node are two records)."""
     ids = sorted({job for _s, job in idle})
-    described = {_key(r, (r.get("tags") or {}).get("schedd")): r
+    described = {_key(r, instance_of(r)): r
                  for r in store.records(JobRef(ids[0] if len(ids) == 1 else "", ids))}
     for group in idle.values():
         for row in group:
-            rec = described.get(_key(row, row.get("schedd")))
+            rec = described.get(_key(row, instance_in(row)))
             row["tags"] = (rec or {}).get("tags") or {}
 
 
-def _key(record, schedd):
+def _key(record, instance):
     return (str(record.get("job")), record.get("host"), record.get("user"),
-            str(record.get("run") or ""), schedd or None)
+            str(record.get("run") or ""), instance or None)
 
 
 def _decide(policy, idle, schedulers, history, accounts, out):

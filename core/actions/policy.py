@@ -11,7 +11,7 @@ records', and began when the latest of them began.
 
   busy          not idle (or no record of its own says so): nothing
   unconfirmed   no record the scheduler confirms as its owner's (its accounting names
-                nobody, another user, another schedd's job): never acted on
+                nobody, another user, another instance's job): never acted on
   gone          the scheduler does not know it, or it does not run: nothing
   opted-out     it opted out, and the site allows that: never acted on
   incomplete    the samples of a record of its own cover less of its run so far than the
@@ -28,6 +28,7 @@ others, so a site can try its policy without touching a job."""
 from ..config.actions import resources
 from ..summary.completeness import so_far
 from ..report.ownership import OWN, judge
+from ..stores.ids import instance_in
 
 HOUR = 3600.0
 # a warning counts for the idle stretch it was given in: at or after the stretch began,
@@ -47,7 +48,6 @@ class Policy:
         self.grace_seconds = section["grace_seconds"]
         self.max_per_hour = section["max_per_hour"]
         self.allow_opt_out = section["allow_opt_out"]
-        self.slurm_action = section["slurm_action"]
         self.min_completeness = section.get("min_completeness_percent", 90.0)
 
     def idle(self, sample):
@@ -108,8 +108,8 @@ def decide(policy, job, rows, live, same_job, history, accounts=()):
                  seen=seen, resources=",".join(sorted({x for i in idle
                                                        for x in i[1].split(",")})))
     mine = [a for a in history if bool(a.get("dry_run")) == policy.dry_run
-            and (str(a.get("run") or ""), a.get("schedd") or None) in
-            {(str(r.get("run") or ""), r.get("schedd") or None) for r in own}
+            and (str(a.get("run") or ""), instance_in(a)) in
+            {(str(r.get("run") or ""), instance_in(r)) for r in own}
             and a["time"] / 1e9 >= started - CLOCK_SLACK]
     acted = [a for a in mine if a.get("action") in ACTS]
     if acted:

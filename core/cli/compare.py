@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from .reading import argv_text
+from .reading import accounting_tools, argv_text, scheduler_names
 
 
 def one_report(job_id, store, user, run, scheduler):
@@ -39,8 +39,9 @@ def register(app):
         run2: Optional[str] = typer.Option(None, "--run2", metavar="N",
                                            help="Which run of JOB2 (default: the latest)."),
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
-                                       help="Settle how each run ended with what HTCondor "
-                                       "or Slurm recorded (condor_history, sacct)."),
+                                       help="Settle how each run ended with what "
+                                       f"{scheduler_names()} recorded "
+                                       f"({accounting_tools()})."),
     ):
         """Compare two runs side by side: CPU, wall, memory peaks, I/O, waits and
         pressure, outcome, and one line on what changed most from JOB1 to JOB2."""

@@ -42,10 +42,12 @@ def show_like(job_id, reports, group, store, last, as_json, html, report_of):
                  "summary": rep.get("summary") or {}})
     how = next((k for k in ("script_hash", "command_hash") if hashes[k]), None)
     if how is None:
+        from .. import schedulers
+        kept = " or ".join(f"a {s.name} batch job" for s in schedulers.all() if s.keeps_script)
         typer.echo(f"jobmon: job {clean(job_id)!r} has no hash of its command or job "
-                   "script (a run recorded before jobmon kept them, or a Slurm batch job "
-                   "whose script was out of its user's reach): nothing to match its earlier "
-                   "runs by", err=True)
+                   "script (a run recorded before jobmon kept them"
+                   + (f", or {kept} whose script was out of its user's reach" if kept else "")
+                   + "): nothing to match its earlier runs by", err=True)
         raise typer.Exit(1)
     rep["_hashes"] = hashes
     earlier = earlier_runs(open_store(store), rep, how, last, report_of)

@@ -142,18 +142,19 @@ def watch_model(job, now):
 
 def find(job_id, spool, st, last):
     """(the latest running job of the id, every running job, problems); where jobs of two
-    schedds are running under the id, ends the command asking which (SCHEDD#4711.0)."""
+    instances of a scheduler are running under the id, ends the command asking which
+    (INSTANCE#ID)."""
     from ..stores.ids import instance_of, split_instance
     from ..stores.live import running
-    from .reading import one_schedd
+    from .reading import one_instance
     jobs, problems = running(spool, st, last)
     from ..influx.lineprotocol import clean_tag
 
-    def of(job, schedd=None):       # the store's id, the spool's (as the writer wrote it)
+    def of(job, instance=None):     # the store's id, the spool's (as the writer wrote it)
         return [j for j in jobs if str(j.job) in (job, clean_tag(job))
-                and schedd in (None, instance_of(j.info))]
+                and instance in (None, instance_of(j.info))]
     mine = of(job_id) or of(*split_instance(job_id))
-    one_schedd(job_id, [j.info for j in mine], "watch")
+    one_instance(job_id, [j.info for j in mine], "watch")
     mine.sort(key=lambda j: j.info.get("start_time") or 0)
     return (mine[-1] if mine else None), jobs, problems
 

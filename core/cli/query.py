@@ -5,7 +5,8 @@ from typing import Optional
 import typer
 
 from ..printable import clean
-from .reading import argv_text, for_reader, one_schedd, open_store, site_config
+from .reading import (accounting_tools, argv_text, for_reader, id_examples, one_instance,
+                      open_store, scheduler_names, site_config)
 
 
 def breakdown_report(st, records, samples=()):
@@ -37,11 +38,11 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False, comma
     st = open_store(store, command)
     ref = parse(job_id)
     records = [r for r in st.records(ref) if not _step_of(r, job_id)]
-    job, schedd = split_instance(job_id)
-    if not records and schedd:    # schedd#4711.0: that schedd's 4711.0
+    job, instance = split_instance(job_id)
+    if not records and instance:    # INSTANCE#ID: that instance's job ID
         job_id, ref = job, parse(job)
         records = [r for r in st.records(ref) if not _step_of(r, job_id)
-                   and instance_of(r) == schedd]
+                   and instance_of(r) == instance]
     # none: the name of an array, a batch or a DAG, as `jobmon report` groups them
     batch = not any(not user or r.get("user") == user for r in records)
     if batch:
@@ -60,7 +61,7 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False, comma
                    f"only {len(claims)} claim(s) by other users ({_users(claims.values())}); "
                    "see one with --user", err=True)
         raise typer.Exit(1)
-    one_schedd(job_id, mine, "query")
+    one_instance(job_id, mine, "query")
     jobs = runs_.by_job(mine)
     if ref.group and (len(jobs) > 1 or job_id not in jobs):
         return _acted(st, [_owned(_report(st, runs, None), *owned)
@@ -76,12 +77,13 @@ def find_reports(job_id, store, user=None, run=None, with_scheduler=False, comma
 
 def _acted(st, reports):
     """Each report with `jobmon act`'s warnings and actions on its job (docs/actions.md):
-    the scheduler's job (its schedd's, for HTCondor), whichever run."""
+    the scheduler's job (of its instance, where its ids are an instance's), whichever run."""
+    from ..stores.ids import instance_in, instance_of
     found = st.actions(jobs=sorted({str(rep["header"]["job"]) for rep in reports}))
     for rep in reports:
-        job, schedd = str(rep["header"]["job"]), rep["header"]["tags"].get("schedd")
+        job, instance = str(rep["header"]["job"]), instance_of(rep["header"])
         rep["actions"] = [a for a in found if str(a.get("job")) == job
-                          and (a.get("schedd") or None) == (schedd or None)]
+                          and instance_in(a) == instance]
     return reports
 
 
@@ -117,7 +119,8 @@ def _users(records):
 
 
 def _batch_records(st, name, user):
-    """The records of the jobs of the batch (Slurm array, HTCondor batch or DAG) `name`."""
+    """The records of the jobs of the batch (an array, a batch or a DAG, as `jobmon report`
+    groups them: jobmon.summary.batches) `name`."""
     from ..summary.batches import in_batch
     from ..report.runs import is_step
     from ..stores.ids import JobRef
@@ -127,8 +130,8 @@ def _batch_records(st, name, user):
 
 
 def _step_of(record, job_id):
-    """True for a step's record (Slurm's 12345.batch, tag parent_job) that was not asked for
-    by name: it belongs to its job's report, not beside it as a job of its own."""
+    """True for a step's record (a job's step, 12345.batch: tag parent_job) that was not
+    asked for by name: it belongs to its job's report, not beside it as a job of its own."""
     from ..report.runs import is_step
     return is_step(record) and record.get("job") != job_id
 
@@ -165,8 +168,7 @@ def register(app):
     @app.command()
     def query(
         job_id: str = typer.Argument(..., metavar="JOBID", help="Job id (see `jobmon list`): "
-                                     "4711.0, 4711 (a whole cluster or array), SCHEDD#4711.0 "
-                                     "or a GlobalJobId (one schedd's), 12345_7, 12345+0 ..."),
+                                     f"{id_examples()} ..."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         as_csv: bool = typer.Option(False, "--csv", help="Print the report's figures as CSV "
                                     "(section, name, value, unit, detail)."),
@@ -180,8 +182,8 @@ def register(app):
                                           help="Which run of a job the scheduler ran more than "
                                           "once (default: the latest; see the list of runs)."),
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
-                                       help="Show what HTCondor or Slurm recorded beside "
-                                       "jobmon's figures (condor_history, sacct)."),
+                                       help=f"Show what {scheduler_names()} recorded "
+                                       f"beside jobmon's figures ({accounting_tools()})."),
         readers: bool = typer.Option(False, "--readers", help="Show who read this job "
                                      "through the read service, when and how (yours only; "
                                      "the admin group: any job's)."),

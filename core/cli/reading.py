@@ -5,6 +5,8 @@ from typing import Optional
 
 import typer
 
+from .. import schedulers
+
 
 def open_store(store: Optional[str], command: Optional[str] = None):
     """The store to read: --store PATH, else the read service when the config names one,
@@ -120,14 +122,31 @@ def write_local(st, writes):
     return None
 
 
-def one_schedd(job_id, records, command):
-    """HTCondor ids are their schedd's: where two schedds' jobs answer to the id, ask
-    which (a GlobalJobId is one already)."""
+def one_instance(job_id, records, command):
+    """Where a scheduler's ids are its instance's (its object's qualifier) and jobs of two
+    instances answer to the id, ask which (a global id names one already)."""
     from ..printable import clean
     from ..stores.ids import instance_of
-    schedds = sorted({instance_of(r) for r in records} - {None})
-    if len(schedds) > 1:
-        typer.echo(f"jobmon: {len(schedds)} schedds have a job {job_id!r}: "
-                   f"{clean(', '.join(schedds))}; say which: " + clean(" or ".join(
-                       f"jobmon {command} {s}#{job_id}" for s in schedds)), err=True)
+    instances = sorted({instance_of(r) for r in records} - {None})
+    if len(instances) > 1:
+        word = next(s.instance_name for s in schedulers.all()
+                    if any(s.qualifier(r) for r in records))
+        typer.echo(f"jobmon: {len(instances)} {word}s have a job {job_id!r}: "
+                   f"{clean(', '.join(instances))}; say which: " + clean(" or ".join(
+                       f"jobmon {command} {i}#{job_id}" for i in instances)), err=True)
         raise typer.Exit(1)
+
+
+def scheduler_names():
+    """The registered schedulers' names, for help texts: "A or B"."""
+    return " or ".join(s.name for s in schedulers.all())
+
+
+def accounting_tools():
+    """The commands their accounting is read with, for help texts: "a, b"."""
+    return ", ".join(s.accounting_tool for s in schedulers.all() if s.accounting_tool)
+
+
+def id_examples():
+    """The job ids each scheduler gives, as users type them, for help texts."""
+    return "; ".join(f"{s.name}: {s.id_examples}" for s in schedulers.all() if s.id_examples)

@@ -10,12 +10,13 @@ import typer
 
 from ..printable import clean
 from .query import find_reports
+from .reading import accounting_tools, scheduler_names
 from .sidebyside import write_page
 
 
 def report_job(job_id, html, store=None, user=None, run=None, scheduler=True):
     """One job's HTML report (the run asked for, else the latest) written to `html`
-    ("-": standard output); scheduler: with what HTCondor or Slurm recorded."""
+    ("-": standard output); scheduler: with what the scheduler recorded."""
     from ..render.html import render
     reports, group = find_reports(job_id, store, user, run, scheduler, "report")
     if group:
@@ -56,8 +57,9 @@ def register(app):
         as_csv: bool = typer.Option(False, "--csv", help="Print one CSV row per group."),
         top: int = typer.Option(10, metavar="N", help="Top wasters and batches shown."),
         scheduler: bool = typer.Option(True, "--scheduler/--no-scheduler",
-                                       help="With JOBID: show what HTCondor or Slurm recorded "
-                                       "beside jobmon's figures (condor_history, sacct); "
+                                       help=f"With JOBID: show what {scheduler_names()} "
+                                       "recorded beside jobmon's figures "
+                                       f"({accounting_tools()}); "
                                        "without: settle the outcomes of runs `jobmon "
                                        "reconcile` has not settled yet with theirs."),
     ):

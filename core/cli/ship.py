@@ -29,8 +29,18 @@ def load_config(path):
         raise typer.Exit(2)
 
 
+def ship_help():
+    """`jobmon ship --help`: where each scheduler's nodes run it once (its object's
+    ship_from)."""
+    from .. import schedulers
+    hooks = "".join(f", {s.ship_from}" for s in schedulers.all() if s.ship_from)
+    return ("Send this node's spooled samples to InfluxDB (run as the shipper's user).\n\n"
+            f"One-shot by default (cron{hooks}): ships what is spooled and exits. Data is "
+            "deleted from the spool only after the server took it.")
+
+
 def register(app):
-    @app.command()
+    @app.command(help=ship_help())
     def ship(
         follow: bool = typer.Option(False, "--follow", help="Keep running: ship as samples "
                                     "arrive (for a systemd service)."),
@@ -44,11 +54,6 @@ def register(app):
                                                   help=CONFIG_HELP),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Log every batch."),
     ):
-        """Send this node's spooled samples to InfluxDB (run as the shipper's user).
-
-        One-shot by default (cron, HTCondor STARTD_CRON, a Slurm epilog): ships what is
-        spooled and exits. Data is deleted from the spool only after the server took it.
-        """
         logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
                             format="jobmon ship: %(levelname)s: %(message)s")
         for handler in logging.getLogger().handlers:

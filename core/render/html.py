@@ -14,6 +14,7 @@ import json
 import string
 from importlib import resources
 
+from .. import schedulers
 from ..printable import clean
 from .html_tables import esc, heading, nodes_and_runs, side_panel
 
@@ -67,7 +68,9 @@ PROCFS_LABELS = {"mem_resident_bytes": "resident (PSS anon + shmem)",
 
 # Level lines: (plot, kind, names). names: (field, label) in the order they are looked
 # for: the end-of-job summary's fields first, then the scheduler's figures in the model,
-# then the job's HTCondor tags ("tag:" names, in MB).
+# then the job's tags its plugin copied from the job's ad ("tag:" names, in MB); the
+# recorded memory line: each scheduler's own figure (its object's memory_field, labelled
+# as its memory_figure).
 REFERENCES = (
     ("cpu", "requested", (("cores_requested", "requested"), ("req_cpus", "requested"),
                           ("request_cpus", "requested"), ("tag:RequestCpus", "requested"))),
@@ -82,8 +85,8 @@ REFERENCES = (
                              ("alloc_mem_bytes", "allocated"),
                              ("memory_provisioned_bytes", "allocated"),
                              ("tag:MemoryProvisioned", "allocated"))),
-    ("memory", "recorded", (("memory_usage_bytes", "HTCondor MemoryUsage"),
-                            ("max_rss_bytes", "Slurm MaxRSS"))),
+    ("memory", "recorded", tuple((s.memory_field, s.memory_figure[0])
+                                 for s in schedulers.all() if s.memory_field)),
 )
 TAG_UNITS = {"RequestMemory": MiB, "MemoryProvisioned": MiB}
 # dark, unlike any host's or definition's colour
@@ -206,7 +209,8 @@ def _num(v):
 def _lookup(rep, name, per_node=False):
     """A request, allocation or recorded figure: from the end-of-job summary, else the
     largest of the nodes' summaries, else the model's other sections (the scheduler's
-    figures), else a "tag:" name from the job's tags (HTCondor's, in MB for memory).
+    figures), else a "tag:" name from the job's tags (its ad's attributes, in MB for
+    memory).
     per_node: a node's own figure only (its summary, its tags), never the job's."""
     if name.startswith("tag:"):
         tag = name[4:]

@@ -4,8 +4,14 @@ import csv
 import io
 import json
 
+from .. import schedulers
 from ..metrics import SAMPLE_COLUMNS
 from ..printable import clean
+
+
+def _theirs(difference):
+    """The scheduler's figure in a row of differences: under its tag."""
+    return next((difference[t] for t in schedulers.tags() if t in difference), None)
 
 
 def _doc(rep):
@@ -49,8 +55,8 @@ def figure_rows(rep):
     if sch:
         rows += [("scheduler", n, v, u, sch.get("source") or "") for n, v, u in sch["figures"]]
         rows += [("scheduler", "note", sch["note"], "", "")] if sch.get("note") else []
-        rows += [("difference", d["field"], d.get("htcondor", d.get("slurm")), d["unit"],
-                  d["reason"]) for d in sch.get("differences") or ()]
+        rows += [("difference", d["field"], _theirs(d), d["unit"], d["reason"])
+                 for d in sch.get("differences") or ()]
     rows += [("totals", n, v, u, "") for n, v, u in rep.get("totals") or ()]
     rows += [("balance", n, v, u, "") for n, v, u in rep.get("balance") or ()]
     for x in rep.get("hosts") or ():

@@ -2,10 +2,11 @@
 top wasters, suspects, goodput and badput. A model (plain dicts and lists), no rendering.
 
 Input: the records a store's summaries() gives (job dicts with "summary", None while the
-job runs): one per job run per node, and one per Slurm step. Everything here counts job
-runs: a step's record is left out (its job's own record holds its figures), and the
-records of a multi-node run are one run (runs.job_runs). A record's figures come from
-job_efficiency.efficiency_of (stored fields first, else computed from totals and tags).
+job runs): one per job run per node, and one per step of a job (tag parent_job).
+Everything here counts job runs: a step's record is left out (its job's own record holds
+its figures), and the records of a multi-node run are one run (runs.job_runs). A record's
+figures come from job_efficiency.efficiency_of (stored fields first, else computed from
+totals and tags).
 
 The runs of a range add up in a Rollup, which merges with another: counts and sums add,
 distributions are kept as {value: runs} (efficiencies have two decimals, so this is exact
@@ -49,7 +50,7 @@ SUMMED = SUMS + tuple(e[0] for e in ENERGY[:2]) + ("energy_jobs",) + \
 
 def group_key(record, by):
     """The value of dimension `by` for a record: its user, or a tag the plugins set
-    (HTCondor's accounting group is `account`; a glidein's GLIDEIN_Site is its site; the
+    (a scheduler's accounting group is `account`; a glidein's GLIDEIN_Site is its site; the
     pool is the shipper's cluster name). Dimensions that name one thing twice fall back
     on each other: group <-> account, queue <-> partition."""
     tags = record.get("tags") or {}

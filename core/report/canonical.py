@@ -6,8 +6,8 @@ CPU resources count only in whole units: 3 idle cores + 3 GB is 1 unit (memory-l
 3 cores + 1 GB is 0, 2 cores + 6 GB is 2 (core-limited). A GPU's canonical time is its time.
 
 Units here: times in seconds (since the epoch, or durations) in, hours out; memory in bytes;
-cores and GPUs as counts (fractions allowed). The report's "GB" is read as GiB: HTCondor's
-and Slurm's "MB" are MiB, and OSG's "2 GB per core" is set as 2048 of them, so such a slot is
+cores and GPUs as counts (fractions allowed). The report's "GB" is read as GiB: the
+schedulers' "MB" are MiB, and OSG's "2 GB per core" is set as 2048 of them, so such a slot is
 exactly one canonical unit per core (`memory_per_unit` changes it).
 
 Read side, standard library only. docs/accounting.md has the definitions and decisions.
@@ -100,21 +100,6 @@ def used_from_summary(summary):
                      memory_bytes=sizing_peak(summary)[0], gpus=gpus)
 
 
-def resources_from_condor(attrs):
-    """What HTCondor gave a job's slot, from its ad's attributes (or jobmon's tags, which copy
-    them): CpusProvisioned, MemoryProvisioned (MiB), GPUsProvisioned; the Request* ones where
-    the Provisioned ones are missing. None when not even the cores are known."""
-    def first(*names):
-        return next((x for x in map(number, (attrs.get(n) for n in names)) if x is not None),
-                    None)
-    cores = first("CpusProvisioned", "RequestCpus")
-    if cores is None:
-        return None
-    mem = first("MemoryProvisioned", "RequestMemory")
-    return Resources(cores=cores, memory_bytes=None if mem is None else int(mem * (1 << 20)),
-                     gpus=first("GPUsProvisioned", "RequestGPUs") or 0.0)
-
-
 # --- how a run ended -----------------------------------------------------------------------
 
 GOODPUT, BADPUT, UNKNOWN = "goodput", "badput", "unknown"
@@ -126,10 +111,10 @@ USER, SITE, PREEMPTION, NO_CAUSE = "user", "site", "preemption", "unknown"
 @dataclass(frozen=True)
 class RunEnd:
     """How one run ended, in plain fields, for every scheduler and for `jobmon run`.
-    exit_code, signal: the command's (jobmon's summary; else the scheduler's ExitCode /
-    ExitSignal, Slurm's ExitCode "code:signal"). state: the scheduler's end of this run,
-    HTCondor JobStatus (name or number) or event-log end (completed, removed, held,
-    evicted), Slurm State's first word (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...).
+    exit_code, signal: the command's (jobmon's summary; else the scheduler's record's).
+    state: the scheduler's end of this run, as its record gives it: a state's name or
+    number (its object's state_names), an event-log end (completed, removed, held,
+    evicted), or a state's first word (COMPLETED, FAILED, CANCELLED, TIMEOUT, ...).
     hold_code/hold_subcode: HoldReasonCode/SubCode; vacate_code: VacateReasonCode; reason:
     the hold, remove or vacate reason text. run: this run (1 = first); job_starts:
     NumJobStarts, the runs the job had when the scheduler recorded it."""
@@ -213,12 +198,13 @@ def _exit(end, restarted):
 
 def classify(end):
     """Goodput or badput of one run (RunEnd), whose doing, and why. The scheduler's state
-    decides where it says more than the exit status (held, removed, evicted, node failure;
-    HTCondor's hold and vacate codes say whose doing); otherwise the exit status does: 0 is
-    goodput, another code the user's failure, a signal the program brings on itself
-    (SIGSEGV, SIGABRT, ...) the user's, a signal from outside (SIGTERM, SIGKILL, ...) of
-    unknown cause. A run after which the job started again did not complete it: badput even
-    with exit code 0 (then the site's: the result was lost)."""
+    decides where it says more than the exit status (held, removed, evicted, node
+    failure; a scheduler's hold and vacate codes say whose doing: its object's
+    code_cause); otherwise the exit status does: 0 is goodput, another code the user's
+    failure, a signal the program brings on itself (SIGSEGV, SIGABRT, ...) the user's, a
+    signal from outside (SIGTERM, SIGKILL, ...) of unknown cause. A run after which the
+    job started again did not complete it: badput even with exit code 0 (then the
+    site's: the result was lost)."""
     state = end.state
     if isinstance(state, int):
         state = state_name(state)
@@ -235,7 +221,8 @@ def classify(end):
         cause, text = state_ends[state]
         return Classification(BADPUT, cause, text + (f": {end.reason}" if end.reason else ""))
     if state == "failed" and not end.signal and not end.exit_code:
-        # Slurm 22.05's JSON gives a failed job exit code 0: the state is what is right
+        # a record may give a failed job exit code 0 (a scheduler's JSON accounting did, in
+        # one version): the state is what is right
         return Classification(BADPUT, USER, "failed (its exit code was not recorded)")
     restarted = end.run is not None and end.job_starts is not None and end.run < end.job_starts
     return _exit(end, restarted)
@@ -243,10 +230,11 @@ def classify(end):
 
 def run_end(summary=None, record=None, run=None, job_starts=None):
     """A RunEnd from jobmon's summary of a run (a dict: exit_code, signal) and the scheduler's
-    record (a dict as jobmon.accounting's Record.as_dict() gives it: HTCondor `status`,
+    record (a dict as jobmon.accounting's Record.as_dict() gives it: `status` or `state`,
     `exit_code`, `signal`, `hold_code`, `hold_subcode`, `hold_reason`, `remove_reason`,
-    `vacate_code`, `vacate_reason`, `run`, `runs`; Slurm `state`, `exit_code`, `signal`,
-    `run`). A record of another run than `run` only gives the job's number of starts.
+    `vacate_code`, `vacate_reason`, `cancelled_by`, `run`, `runs`, those its scheduler
+    records: docs/accounting.md). A record of another run than `run` only gives the job's
+    number of starts.
     jobmon's exit status comes first: it is the command's own."""
     s, r = summary or {}, record or {}
     run = run if run is not None else r.get("run")
@@ -260,7 +248,7 @@ def run_end(summary=None, record=None, run=None, job_starts=None):
            "idle": "vacate_reason"}.get(name)
     reason = r.get(why) if why else None
     who = str(r.get("cancelled_by") or "")
-    if name == "cancelled" and who:   # Slurm: CANCELLED by <uid> (text), by <user> (JSON)
+    if name == "cancelled" and who:   # CANCELLED by <uid> (text), by <user> (JSON)
         reason = f"by uid {who}" if who.isdigit() else f"by {who}"
     return RunEnd(exit_code=src.get("exit_code"), signal=src.get("signal"), state=state,
                   hold_code=r.get("hold_code"), hold_subcode=r.get("hold_subcode"),

@@ -25,8 +25,9 @@ STORED = ALLOCATION + (
     "mem_efficiency_percent", "canonical_units", "used_core_hours", "provisioned_core_hours",
     "idle_core_hours", "idle_canonical_core_hours", "idle_limited_by", "gpu_hours",
     "idle_gpu_hours", "outcome", "outcome_reason") + SAMPLED
-# the figures that come from the memory peak: a Slurm sampler's summary written before it
-# chose the kernel's exact peak took them from its sampled one, so they are computed anew
+# the figures that come from the memory peak: an attach-mode sampler's summary written
+# before it chose the kernel's exact peak took them from its sampled one, so they are
+# computed anew
 FROM_PEAK = ("mem_sizing_peak_bytes", "mem_sizing_basis", "mem_efficiency_percent",
              "idle_canonical_core_hours", "idle_limited_by")
 # the tags jobmon.summary.efficiency.allocation reads
@@ -55,7 +56,7 @@ def figures_of(record):
 
 def allocation(summary, tags):
     """What the job asked for and was given: the stored figures, else from its tags
-    (HTCondor's Request* and *Provisioned, `--tag request_cpus=N request_memory=4GiB
+    (the job ad's Request* and *Provisioned, `--tag request_cpus=N request_memory=4GiB
     request_gpus=N`); GPUs, else the GPUs it could see (gpu_count)."""
     s = summary or {}
     if all(s.get(k) is not None for k in ALLOCATION):

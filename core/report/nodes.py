@@ -1,4 +1,4 @@
-"""A job run on several nodes -- a Slurm multi-node job, an HTCondor parallel-universe job,
+"""A job run on several nodes -- a multi-node batch job, a parallel-universe job,
 a payload spread over several slots -- is one job with one record per node: a row per
 node, and how evenly its work and memory were spread over them.
 
@@ -14,8 +14,9 @@ def cpu_seconds(s):
 
 
 def names(records):
-    """A name per record: its host; where several share a host, each one's slot (HTCondor:
-    slot1_2@host), else the host and its parallel node number or position."""
+    """A name per record: its host; where several share a host, each one's slot (its
+    scheduler's slot name, slot1_2@host), else the host and its parallel node number or
+    position."""
     hosts = [r.get("host") or "?" for r in records]
     out = []
     for i, (r, host) in enumerate(zip(records, hosts)):

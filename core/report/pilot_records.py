@@ -1,13 +1,13 @@
 """A pilot's account from a store: its record, its payloads' records, the partition.
 
 The pilot's record is the one stored under its job id (`jobmon run --job-id ID` around
-glidein_startup.sh, or the HTCondor wrapper around the pilot's own batch job); its
-payloads are the records whose tags["pilot"] names that id (the condor plugin writes it
+glidein_startup.sh, or its scheduler's wrapper around the pilot's own batch job); its
+payloads are the records whose tags["pilot"] names that id (the payloads' plugin writes it
 from the glidein's machine ad). What they held is the allocation `jobmon query` reads:
-their summaries' figures, else their tags -- HTCondor's CpusProvisioned, MemoryProvisioned,
-GPUsProvisioned, else Request* (the wrapper copies them from the job ad), a Slurm
-allocation's alloc_cpus, alloc_mem_bytes, alloc_gpus, a `jobmon run`'s request_cpus,
-request_memory, request_gpus.
+their summaries' figures, else their tags -- the job ad's CpusProvisioned,
+MemoryProvisioned, GPUsProvisioned, else Request* (the wrapper copies them from the job
+ad), an allocation's alloc_cpus, alloc_mem_bytes, alloc_gpus, a `jobmon run`'s
+request_cpus, request_memory, request_gpus.
 
 The model (a dict) is what `jobmon pilot --json` prints; render/pilot.py lays it out.
 """
@@ -30,7 +30,7 @@ class PilotNotFound(Exception):
 def resources(tags, summary=None):
     """What a pilot or a payload slot held -- the allocation `jobmon query` reads: the
     figures its summary holds (cores_allocated, mem_allocated_bytes, gpus_allocated), else
-    from its tags (HTCondor's *Provisioned and Request*, a Slurm allocation's alloc_cpus,
+    from its tags (the job ad's *Provisioned and Request*, an allocation's alloc_cpus,
     alloc_mem_bytes, alloc_gpus, `jobmon run --tag request_cpus=N request_memory=SIZE`);
     None when not even its cores are known."""
     a = job_efficiency.allocation(summary or {}, tags or {})
@@ -47,7 +47,7 @@ def _end(rec):
 
 def payload_records(store, pilot_id, start, end):
     """Records of the payloads of `pilot_id` that overlap [start, end], oldest first (a
-    Slurm step is part of its job, no payload of its own)."""
+    step of a job is part of its job, no payload of its own)."""
     tagged = getattr(store, "tagged", None)
     recs = tagged(PILOT_TAG, pilot_id) if tagged else store.jobs(SCAN_LIMIT)
     out = [r for r in recs if (r.get("tags") or {}).get(PILOT_TAG) == pilot_id

@@ -4,7 +4,7 @@ tasks' peaks").
 
 A batch is the jobs one submission made, by one user (jobmon.summary.batches.batch_of). A task
 is one job id: its peak is the largest over its runs and nodes, its CPU the most cores it
-kept busy on average in a run. A Slurm step's record (12345_7.batch) is no task:
+kept busy on average in a run. A step's record (12345_7.batch, tag parent_job) is no task:
 its job's own record holds it. The peak is the one that sizes a job
 (jobmon.summary.efficiency.sizing_peak): the resident peak where jobmon reaped the job, else the
 kernel's exact one (page cache included); a batch with sampled peaks says so.

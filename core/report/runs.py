@@ -2,12 +2,13 @@
 
 A store gives one record per job run per host. A job the scheduler ran more than once
 (evicted, held and released, requeued) has several runs, told apart by the run the plugin
-recorded (HTCondor's start count, Slurm's restart count); a job with no run recorded
+recorded (the scheduler's start or restart count); a job with no run recorded
 (`jobmon run`) has one run per record. A multi-node job has one record per node in the
-same run. A Slurm job's steps (12345.batch, 12345.0, ...) have records of their own, beside
-the job's: their figures are inside the job's (its cgroup holds every step), so they are
-no runs -- counts, shares and distributions leave them out.
+same run. A job's steps (12345.batch, 12345.0, ...: tag parent_job) have records of
+their own, beside the job's: their figures are inside the job's (its cgroup holds every
+step), so they are no runs -- counts, shares and distributions leave them out.
 """
+from ..stores.ids import instance_of
 
 
 class Run:
@@ -33,17 +34,18 @@ class Run:
 
 
 def is_step(record):
-    """True for a step's record (Slurm's 12345.batch, 12345_7.0: tag parent_job)."""
+    """True for a step's record (a job's 12345.batch, 12345_7.0: tag parent_job)."""
     return bool((record.get("tags") or {}).get("parent_job"))
 
 
 def run_key(record):
     """What tells a record's run apart: the run the plugin named, by its user (and its pool,
-    where a store holds several; its HTCondor schedd: two schedds' 4711.0 are two jobs);
-    else the record itself (one run per record)."""
+    where a store holds several; the instance its id is of, where its scheduler's ids are
+    an instance's: two instances' 4711.0 are two jobs); else the record itself (one run
+    per record)."""
     if record.get("run") is not None:
         return (str(record["run"]), record.get("user"), record.get("cluster"),
-                (record.get("tags") or {}).get("schedd"))
+                instance_of(record))
     return ("record", record.get("host"), record.get("start_time"), record.get("user"))
 
 

@@ -1,11 +1,12 @@
 """The verdict a job's report opens with: the cores it used of those it was given, its
 memory peak of what it was given, how it ended and why, and the most useful advice written
-in the job's own submit syntax (HTCondor's submit file, Slurm's #SBATCH, `jobmon run`'s
-tags). A model, no rendering: it only picks from and rewrites the report's figures and the
-advice jobmon.summary.advice gave. Read side, standard library only."""
+in the job's own submit syntax (its scheduler's, which its object writes: request_line;
+`jobmon run`'s tags). A model, no rendering: it only picks from and rewrites the report's
+figures and the advice jobmon.summary.advice gave. Read side, standard library only."""
+from .. import schedulers
+from ..schedulers.interface import whole_memory
 from ..summary.efficiency import KERNEL, RESIDENT, SAMPLED
 
-GIB, MIB = 1 << 30, 1 << 20
 # the peak that sizes the job, named short (the memory table below says what each is)
 PEAK_NAME = {RESIDENT: "resident peak", KERNEL: "kernel peak", SAMPLED: "sampled peak"}
 # which advice the verdict names: what keeps the next run from failing first, then the
@@ -17,35 +18,21 @@ FIRST = ("oom_killed", "memory_near_limit", "memory_thrashing", "cpu_oversubscri
          "no_allocation", "short_job", "data_incomplete")
 
 
-def _memory(nbytes, unit):
-    """nbytes in whole GiB where it is a whole number of them, else whole MiB (rounded up):
-    (number, "G" or "M" in the style of `unit`)."""
-    if nbytes % GIB == 0:
-        return f"{nbytes // GIB}{unit[0]}"
-    return f"{-(-nbytes // MIB)}{unit[1]}"
-
-
-# how each scheduler's job asks for a resource: cores, memory (bytes), GPUs
-SYNTAX = {
-    "htcondor": {"cores": lambda n: f"request_cpus = {n}",
-                 "memory_bytes": lambda b: "request_memory = " + _memory(b, (" GB", " MB")),
-                 "gpus": lambda n: f"request_gpus = {n}"},
-    "slurm": {"cores": lambda n: f"#SBATCH --cpus-per-task={n}",
-              "memory_bytes": lambda b: "#SBATCH --mem=" + _memory(b, ("G", "M")),
-              "gpus": lambda n: f"#SBATCH --gpus={n}" if n else
-              "no #SBATCH --gpus or --gres=gpu"},
-    "local": {"cores": lambda n: f"--tag request_cpus={n}",
-              "memory_bytes": lambda b: "--tag request_memory=" + _memory(b, ("GiB", "MiB")),
-              "gpus": lambda n: f"--tag request_gpus={n}"},
-}
+# how a `jobmon run` job asks for a resource (its tags): cores, memory (bytes), GPUs; a
+# scheduler's job asks in its own syntax (its object's request_line)
+LOCAL = {"cores": lambda n: f"--tag request_cpus={n}",
+         "memory_bytes": lambda b: "--tag request_memory=" + whole_memory(b, ("GiB", "MiB")),
+         "gpus": lambda n: f"--tag request_gpus={n}"}
 
 
 def submit_syntax(scheduler, ask):
     """What `ask` ({"cores": N}, {"memory_bytes": B}, {"gpus": N}) reads as in the job's
-    own submit syntax: HTCondor's submit file, Slurm's #SBATCH line, else `jobmon run`'s
-    tags; one statement a resource."""
-    how = SYNTAX.get(scheduler if scheduler in SYNTAX else "local")
-    return [how[k](int(v)) for k, v in (ask or {}).items() if k in how and v is not None]
+    own submit syntax: its scheduler's (a submit file's line, a batch script's), else
+    `jobmon run`'s tags; one statement a resource."""
+    sched = schedulers.find(scheduler)
+    line = sched.request_line if sched else lambda k, n: LOCAL[k](n) if k in LOCAL else None
+    lines = [line(k, int(v)) for k, v in (ask or {}).items() if k in LOCAL and v is not None]
+    return [x for x in lines if x is not None]
 
 
 def pick(advice):

@@ -5,7 +5,8 @@ Core asks the object; it never names a scheduler itself (tests/test_scheduler_re
 The parts, in the order a job meets them (docs/developing.md, "Add a scheduler"):
 identity (the plugin's detect/identify, on the per-job path: standard library only),
 cgroup layout, accounting source, outcome and "not yet" text, the report's figures, id
-syntax and qualification, actions (`jobmon act`), doctor checks, install. Every method
+syntax and qualification, actions (`jobmon act`), doctor checks, install, and what the
+read side shows of it (reports, messages, help texts: its own block below). Every method
 imports what it needs when called, so holding the object costs nothing.
 """
 import importlib
@@ -152,6 +153,37 @@ class Scheduler:
     service_user = ""
     shipper_start = ""
 
+    # === what the read side shows of it: reports, messages, help texts ===================
+    # (jobmon query, report, compare, watch, act and the renderers take these words and
+    # figures from the object, so that no read-side module names a scheduler)
+    accounting_tool = ""    # the command its accounting is read with, as users know it
+    instance_name = ""      # what one such instance is called in messages ("" none)
+    id_examples = ""        # its id forms as users type them (`jobmon query --help`)
+    memory_field = ""       # the field of its record (as_dict) that holds memory_figure's
+    #                         figure: the HTML report's "recorded" memory line
+    keeps_script = False    # it keeps the job's script where the per-job path hashes it
+    #                         (script_hash): its batch jobs are matched by script
+    ship_from = ""          # where a node of it runs the one-shot `jobmon ship` at a job's
+    #                         end, as its admins know it (`jobmon ship --help`)
+
+    @property
+    def qualifier_tag(self):
+        """The one of qualifier_tags the store's flat rows and `jobmon act`'s records hold
+        ("" where its ids need none: see qualifier())."""
+        return self.qualifier_tags[0] if self.qualifier_tags else ""
+
+    def request_line(self, resource, amount):
+        """The statement that asks for `amount` of `resource` ("cores": N, "memory_bytes":
+        B, "gpus": N) in its jobs' own submit syntax (the verdict's advice), or None where
+        it has none."""
+        return None
+
+    def slot_resources(self, tags):
+        """What it gave a job's slot, from the attributes its plugin copied into the job's
+        tags: a jobmon.report.canonical.Resources, or None where they do not say (not
+        even the cores)."""
+        return None
+
 
 # the end-of-job figures of a scheduler's own record of the run, applied by `jobmon reconcile`,
 # declared (jobmon.metrics.declared)
@@ -175,3 +207,11 @@ FIGURES = (
     {"name": "scheduler_cpu_seconds", "unit": "s", "range": "cpu", "method": "recorded",
      "meaning": "the scheduler's own CPU figure of the run (reconciled)"},
 )
+
+
+def whole_memory(nbytes, unit):
+    """nbytes as text for request_line(): whole GiB and unit[0] where it is a whole number
+    of them, else whole MiB (rounded up) and unit[1]."""
+    if nbytes % (1 << 30) == 0:
+        return f"{nbytes >> 30}{unit[0]}"
+    return f"{-(-nbytes // (1 << 20))}{unit[1]}"

@@ -3,11 +3,12 @@
 `jobmon query JOB --like` finds a user's earlier runs of it. Standard library only: the
 per-job path computes these.
 
-  command_hash  the command line: `jobmon run`'s argv; HTCondor's Cmd and Arguments (the
-                job ad's: the argv the starter gives names the job's scratch copy); a
-                Slurm job without a batch script: its first task's
-  script_hash   the job script's content where the scheduler keeps it: Slurm's batch
-                script (slurmd's copy, `<SlurmdSpoolDir>/job<id>/slurm_script`)
+  command_hash  the command line: `jobmon run`'s argv; a wrapped job's Cmd and Arguments
+                (the job ad's: the argv its starter gives names the job's scratch copy);
+                a batch job without a batch script: its first task's
+  script_hash   the job script's content where the scheduler keeps it (its object's
+                keeps_script): the node daemon's copy of the batch script (its plugin
+                says where)
 """
 try:   # the built-in SHA-256 alone: 0.45 ms to import, against hashlib's 3 ms (OpenSSL)
     from _sha2 import sha256            # Python 3.12+

@@ -58,6 +58,13 @@ def instance_of(record):
     return next(filter(None, (s.qualifier(record) for s in schedulers.all())), None)
 
 
+def instance_in(row):
+    """The instance a flat row names (the store's latest rows, `jobmon act`'s records: the
+    job's tags as fields of their own, under its scheduler's qualifier_tag), or None."""
+    return next(filter(None, (row.get(s.qualifier_tag) for s in schedulers.all()
+                              if s.qualifier_tag)), None)
+
+
 def split_instance(text):
     """(job id, instance) of an id qualified with the instance it is of; (text, None)
     otherwise."""

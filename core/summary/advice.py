@@ -268,8 +268,7 @@ def killed_at_end(s, cfg):
 
 def _scheduler_job(s):
     """A job a scheduler ran (its record says what it was given): `scheduler` where the
-    caller knows it, else the tags its plugin wrote (Slurm's job_id, HTCondor's
-    GlobalJobId)."""
+    caller knows it, else the tags its plugin wrote (a job_id, a GlobalJobId)."""
     if s.get("scheduler") not in (None, "", "local"):
         return True
     t = s.get("tags") or {}

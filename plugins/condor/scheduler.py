@@ -4,7 +4,7 @@ interface; each part loads its module when asked.
 """
 import re
 
-from jobmon.schedulers.interface import Scheduler
+from jobmon.schedulers.interface import Scheduler, whole_memory
 
 from . import QUALIFIER_TAGS
 
@@ -138,7 +138,7 @@ class HTCondor(Scheduler):
     def qualifier(self, record):
         """The schedd a record's job id is of (the wrapper's `schedd` tag, from the job's
         GlobalJobId): two schedds' 4711.0 are two jobs."""
-        return (record.get("tags") or {}).get("schedd") or None
+        return (record.get("tags") or {}).get(self.qualifier_tag) or None
 
     def split_qualified(self, text):
         """(job id, schedd) of `schedd#4711.0` (or `schedd#4711`); (text, None) otherwise."""
@@ -154,6 +154,39 @@ class HTCondor(Scheduler):
     def install(self, argv=None):
         from . import setup
         return setup.main(argv)
+
+
+    # === what the read side shows of it ==================================================
+    accounting_tool = "condor_history"
+    instance_name = "schedd"
+    id_examples = ("4711.0, 4711 (a whole cluster), SCHEDD#4711.0 or a GlobalJobId (one "
+                   "schedd's)")
+    memory_field = "memory_usage_bytes"
+    ship_from = "HTCondor STARTD_CRON"
+    _REQUEST = {"cores": lambda n: f"request_cpus = {n}",
+                "memory_bytes": lambda b: "request_memory = " + whole_memory(b, (" GB", " MB")),
+                "gpus": lambda n: f"request_gpus = {n}"}
+
+    def request_line(self, resource, amount):
+        """A submit file's request_* line (its "GB" and "MB" are GiB and MiB)."""
+        how = self._REQUEST.get(resource)
+        return how(amount) if how else None
+
+    def slot_resources(self, tags):
+        """CpusProvisioned, MemoryProvisioned (MiB), GPUsProvisioned of the job's ad (the
+        wrapper copies them into its tags); the Request* ones where the Provisioned ones
+        are missing."""
+        from jobmon.report.canonical import Resources, number
+
+        def first(*names):
+            return next((x for x in map(number, (tags.get(n) for n in names))
+                         if x is not None), None)
+        cores = first("CpusProvisioned", "RequestCpus")
+        if cores is None:
+            return None
+        mem = first("MemoryProvisioned", "RequestMemory")
+        return Resources(cores=cores, memory_bytes=None if mem is None else int(mem * (1 << 20)),
+                         gpus=first("GPUsProvisioned", "RequestGPUs") or 0.0)
 
 
 def _status(code, sig):

@@ -4,7 +4,7 @@ interface; each part loads its module when asked.
 """
 import shutil
 
-from jobmon.schedulers.interface import Scheduler
+from jobmon.schedulers.interface import Scheduler, whole_memory
 
 
 class Slurm(Scheduler):
@@ -106,6 +106,23 @@ class Slurm(Scheduler):
     def install(self, argv=None):
         from . import install
         return install.main(argv)
+
+
+    # === what the read side shows of it ==================================================
+    accounting_tool = "sacct"
+    id_examples = "12345_7 (an array's task), 12345 (a whole array), 12345+0"
+    memory_field = "max_rss_bytes"
+    keeps_script = True                 # slurmd's copy of the batch script
+    ship_from = "a Slurm epilog"
+    _REQUEST = {"cores": lambda n: f"#SBATCH --cpus-per-task={n}",
+                "memory_bytes": lambda b: "#SBATCH --mem=" + whole_memory(b, ("G", "M")),
+                "gpus": lambda n: f"#SBATCH --gpus={n}" if n else
+                "no #SBATCH --gpus or --gres=gpu"}
+
+    def request_line(self, resource, amount):
+        """A batch script's #SBATCH line."""
+        how = self._REQUEST.get(resource)
+        return how(amount) if how else None
 
 
 def _status(code, sig):
