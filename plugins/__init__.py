@@ -1,35 +1,11 @@
-"""Scheduler plugins: each identifies the job it runs in -- its id, run and tags --
-and does nothing else. Sampling, sinks and shipping are the core's.
-
-A plugin is a package named in SCHEDULERS, with `detect(environ) -> bool` and
-`identify(environ) -> Identity`. Nothing is imported until a plugin is asked for: the
-plugins' entry points run inside every job and must stay light.
+"""Scheduler plugins, one package each, named in SCHEDULERS: its module `job` identifies
+the job it runs in (`detect(environ) -> bool`, `identify(environ) -> Identity`: its id,
+run and tags), `settings` holds what core needs of it inside every job (its site-file
+keys, the tags that qualify its ids), `scheduler` its object (jobmon.schedulers), the
+rest its entry points and read-side parts. Sampling, sinks and shipping are the core's.
+Nothing is imported until a plugin is asked for: its entry points run inside every job
+and must stay light.
 """
-SCHEDULERS = {"htcondor": ".condor", "slurm": ".slurm"}   # name -> module (relative to this package)
+from .table import SCHEDULERS, Identity, identify, load
 
-
-class Identity:
-    """Who a job is: its id, the scheduler's name, the run (a job can run several times)
-    and the tags its samples carry."""
-
-    __slots__ = ("job", "scheduler", "run", "tags")
-
-    def __init__(self, job, scheduler="local", run=None, tags=None):
-        self.job, self.scheduler, self.run, self.tags = job, scheduler, run, dict(tags or {})
-
-    def __repr__(self):
-        return f"Identity({self.job!r}, {self.scheduler!r}, run={self.run!r}, tags={self.tags!r})"
-
-
-def load(name):
-    # __import__, not importlib: importing importlib costs every job's start ~0.5 ms
-    return __import__(__name__ + SCHEDULERS[name], fromlist=["identify"])
-
-
-def identify(environ, names=None):
-    """The Identity the first plugin that recognises `environ` gives, or None."""
-    for name in names or SCHEDULERS:
-        plugin = load(name)
-        if plugin.detect(environ):
-            return plugin.identify(environ)
-    return None
+__all__ = ("SCHEDULERS", "Identity", "identify", "load")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from helpers import fixture
 from jobmon.plugins import SCHEDULERS, Identity, identify, load
-from jobmon.plugins import condor
+from jobmon.plugins.condor import job as condor
 from jobmon.plugins.condor import classad_text
 
 OLD_ADS = [("htcondor", ".job.ad"), ("htcondor", ".machine.ad"),

@@ -97,12 +97,6 @@ def test_long_modules_are_listed():
                       + ", ".join(f"{n} ({k})" for k, n in reversed(long)))
 
 
-# being reworked elsewhere now (a scheduler as one registered object): they still hold
-# logic, to move into modules of their own once that work has landed
-INIT_LOGIC_ALLOWED = {"core/accounting/__init__.py", "core/actions/__init__.py",
-                      "plugins/__init__.py"}
-
-
 def _hands_names_on(node, top):
     """A statement an `__init__.py` may hold: a docstring, an import, `__all__`; the top
     package also its `__version__` and PEP 562's `__getattr__` that imports the library
@@ -134,8 +128,6 @@ def test_init_files_only_hand_names_on():
                 continue
             path = os.path.join(d, "__init__.py")
             rel = os.path.relpath(path, REPO)
-            if rel in INIT_LOGIC_ALLOWED or re.fullmatch(r"plugins/\w+/__init__\.py", rel):
-                continue   # plugins/<scheduler>/__init__.py: reworked elsewhere now (above)
             for node in ast.parse(open(path, encoding="utf-8").read()).body:
                 if not _hands_names_on(node, top=path == os.path.join(CORE, "__init__.py")):
                     bad.append(f"{rel}:{node.lineno}: {type(node).__name__}")

@@ -1,7 +1,6 @@
 """A scheduler is one object its plugin registers (jobmon.schedulers): the registry finds
 both, each provides every part of the interface (real calls on recorded output of real
-daemons, tests/fixtures/), and core names no scheduler outside the registry but in the
-files still to convert, a list that only shrinks."""
+daemons, tests/fixtures/), and core names no scheduler outside the registry."""
 import json
 import os
 import re
@@ -18,12 +17,6 @@ CORE = os.path.join(REPO, "core")
 NAMES = re.compile(r"condor|slurm|sacct|pyslurm|schedd|classad|slurmd|slurmctld", re.I)
 # the one place in core that may name them (it names none today: the plugins' own table)
 REGISTRY = "schedulers/"
-# What is left to convert: core files that still name a scheduler (code or comments). Each
-# leaves the list when its names go to the schedulers' objects; nothing joins it.
-TO_CONVERT = """
-cli/doctor.py config/actions.py config/schema.py influx/schema.py probes/gpu_published.py
-probes/nvml.py
-""".split()
 
 
 def naming():
@@ -40,15 +33,8 @@ def naming():
 
 
 def test_core_names_no_scheduler_outside_the_registry():
-    found = {f for f in naming() if not f.startswith(REGISTRY)}
-    new = sorted(found - set(TO_CONVERT))
-    assert not new, f"{new} name a scheduler: ask its object (jobmon.schedulers) instead"
-
-
-def test_the_list_still_to_convert_is_true():
-    assert len(TO_CONVERT) == len(set(TO_CONVERT)) and TO_CONVERT == sorted(TO_CONVERT)
-    done = sorted(set(TO_CONVERT) - naming())
-    assert not done, f"{done} name no scheduler any more: take them off TO_CONVERT"
+    found = sorted(f for f in naming() if not f.startswith(REGISTRY))
+    assert not found, f"{found} name a scheduler: ask its object (jobmon.schedulers) instead"
 
 
 # --- the registry ------------------------------------------------------------------------
@@ -77,6 +63,31 @@ def test_the_registry_and_the_objects_load_only_the_standard_library():
     assert not foreign, foreign
     assert "jobmon.plugins.condor.scheduler" in loaded
     assert not [m for m in loaded if ".accounting" in m or ".actions" in m], loaded
+
+
+def test_the_site_files_scheduler_parts_load_no_plugin_module_and_are_the_objects():
+    """What every job's start reads of the schedulers (each plugin's `settings`: its
+    sections of the site file, the tags that qualify its ids) loads none of a plugin's
+    other modules, nor `re`; and it is what the objects say."""
+    code = ("import sys; before = set(sys.modules)\n"
+            "from jobmon.config import schedulers as s; s.modules(); s.qualifier_tags()\n"
+            "print(sorted(m for m in set(sys.modules) - before))")
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    loaded = eval(out.stdout)
+    assert "jobmon.plugins.condor.settings" in loaded and "jobmon.plugins.slurm.settings" in loaded
+    # a plugin's package and its settings: nothing of its own beyond them
+    assert not [m for m in loaded if m == "re" or m.startswith("jobmon.plugins.")
+                and m.count(".") > 2 and not m.endswith(".settings")], loaded
+    from jobmon.config import schedulers as site
+    from jobmon.influx import schema
+    assert site.qualifier_tags() == tuple(t for s in schedulers.all() for t in s.qualifier_tags)
+    assert set(site.qualifier_tags()) <= set(schema.JOB_TAGS)
+    for s, settings in zip(schedulers.all(), site.modules()):
+        assert s.config_section in settings.SCHEMA
+        for section, keys in settings.SCHEMA.items():
+            assert keys.items() <= config.SCHEMA[section].items()
+        assert settings.CHOICES.items() <= config.CHOICES.items()
+        assert settings.POSITIVE <= config.POSITIVE and settings.NOT_NEGATIVE <= config.NOT_NEGATIVE
 
 
 # --- every part, on each object ----------------------------------------------------------
@@ -283,7 +294,7 @@ def test_batches_name_instances_and_clusters_as_the_objects_say():
     """The batch a job is in (jobmon.summary.batches) takes the qualifier tags and which
     ids are a cluster's members from the registered objects, or from the wrapper's own,
     which say the same; a real job ad's job is in its batch, else its schedd's cluster."""
-    from jobmon.plugins import condor as condor_plugin
+    from jobmon.plugins.condor import job as condor_plugin
     from jobmon.summary import batches
     condor, slurm = schedulers.get("htcondor"), schedulers.get("slurm")
     known = batches.registered()

@@ -14,7 +14,7 @@ import pytest
 from helpers import REPO, fixture, shared_tmpdir
 from jobmon.cgroups import search as cgroup_search
 from jobmon import plugins
-from jobmon.plugins import slurm
+from jobmon.plugins.slurm import job as slurm
 from jobmon.plugins.slurm import cgroup_names
 from slurm_site import HOOKS, PYTHON, install
 from test_layout import GRAPH, HEAVY, reach, under

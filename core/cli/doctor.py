@@ -4,6 +4,8 @@ from typing import Optional
 
 import typer
 
+from .. import schedulers as registry
+
 
 def register(app):
     @app.command()
@@ -11,9 +13,9 @@ def register(app):
         config_path: Optional[str] = typer.Option(None, "--config", metavar="PATH",
                                                   help="Site file (default: $JOBMON_CONFIG "
                                                        "or /etc/jobmon/jobmon.toml)."),
-        scheduler: str = typer.Option("auto", metavar="NAME", help="htcondor, slurm, none, "
-                                      "or auto: those that run jobs on this node (their "
-                                      "daemons running)."),
+        scheduler: str = typer.Option("auto", metavar="NAME", help=", ".join(
+            registry.tags()) + ", none, or auto: those that run jobs on this node (their "
+            "daemons running)."),
         check_user: str = typer.Option("nobody", metavar="USER", help="The unprivileged "
                                        "user to run jobmon's interpreter as."),
         shipper_user: Optional[str] = typer.Option(None, metavar="USER", help="The "

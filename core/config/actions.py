@@ -1,7 +1,7 @@
 """The [actions] section of the site configuration: what `jobmon act` may do to a job that
 holds an allocation it does not use (docs/actions.md). Off unless the site turns it on;
 read by `jobmon act` alone, never inside jobs. Kept apart from the schema (schema.py),
-which merges it in."""
+which merges it in, with each scheduler's own keys (what it does to such a job)."""
 
 SCHEMA = {
     "actions": {
@@ -13,9 +13,8 @@ SCHEMA = {
         "grace_seconds": (float, 1800.0),     # still idle this long after the warning: acted on
         "max_per_hour": (int, 10),            # holds and cancels in any hour, of all jobs;
         #                                       0: warnings only
-        "slurm_action": (str, "requeuehold"),  # requeuehold (pending, held) or cancel
-        "allow_opt_out": (bool, True),        # a job may opt out (+JobMonitorActions = false,
-        #                                       Slurm's comment word jobmon-actions=no)
+        "allow_opt_out": (bool, True),        # a job may opt out (each scheduler's way:
+        #                                       docs/actions.md)
         "min_completeness_percent": (float, 90.0),  # a running job whose samples cover
         #                                       less of its run so far: never warned or
         #                                       acted on
@@ -25,7 +24,6 @@ SCHEMA = {
     },
 }
 CHOICES = {("actions", "mode"): ("off", "dry-run", "on"),
-           ("actions", "slurm_action"): ("requeuehold", "cancel"),
            ("actions", "warn"): ("mail", "file", "none")}
 POSITIVE = {("actions", "idle_seconds")}
 NOT_NEGATIVE = {("actions", "grace_seconds"), ("actions", "max_per_hour")}

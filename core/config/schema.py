@@ -1,11 +1,12 @@
 """The site file's schema: every section's keys with their types and defaults, and what
 each must be beyond its type (choices, signs, absolute paths, the spool's and the shipper's
 smallest sizes). docs/configuration.md documents every key. Standard library only."""
-from . import actions, limits, node
+from . import actions, limits, node, schedulers
 from .ownership import OWNERSHIP
 from .report import CHOICES as REPORT_CHOICES, POSITIVE as REPORT_POSITIVE, REPORT
 
-# section -> key -> (type, default). docs/configuration.md documents every key.
+# section -> key -> (type, default). docs/configuration.md documents every key. Each
+# scheduler's section (and its keys of core's sections) is its plugin's: merged below.
 SCHEMA = {
     "store": {
         "kind": (str, "local"),               # "local" (embedded file) or "influxdb"
@@ -45,26 +46,6 @@ SCHEMA = {
         "retry_max_seconds": (float, 300.0),
         "max_job_days": (float, 31.0),        # lines timed before now - this are refused
     },
-    "condor": {                               # the HTCondor wrapper; docs/htcondor.md
-        "enabled": (bool, True),              # false: every job runs unmonitored
-        "allow_opt_out": (bool, True),        # a job may say +JobMonitor = false
-        "interval": (float, 10.0),            # seconds between samples, unless the job asks
-        "min_interval": (float, 1.0),         # +JobMonitorInterval is clamped to these
-        "max_interval": (float, 300.0),
-        "warnings": (str, "syslog"),          # where the wrapper's warnings go
-        "schedd": (str, ""),                  # read side: "" none, "local", or a schedd name
-        "history": (str, ""),                 # read side: history files (glob patterns, ":")
-        "event_log": (str, ""),               # read side: job event logs (glob patterns, ":")
-    },
-    "slurm": {                                # the Prolog's samplers; docs/slurm.md
-        "enabled": (bool, True),              # false: the Prolog starts no sampler
-        "interval": (float, 10.0),            # seconds between samples
-        "cgroup_wait_seconds": (float, 300.0),   # longest wait for the job's cgroup
-        "end_wait_seconds": (float, 10.0),    # after the job: wait for the Epilog's status
-        "warnings": (str, "syslog"),          # the samplers' warnings: syslog, none, a file
-        "sacct": (str, "sacct"),              # read side: the sacct program
-        "accounting": (str, "auto"),          # read side: auto, sacct, pyslurm
-    },
     "report": REPORT,                         # advice, cards: core/config/report.py
     "ownership": OWNERSHIP,                   # who runs others' jobs: core/config/ownership.py
     "procs": {                                # per-process breakdown; docs/live.md
@@ -88,22 +69,23 @@ SCHEMA = {
 }
 CHOICES = {("store", "kind"): ("local", "influxdb"), ("influxdb", "api"): ("v1", "v2"),
            ("influxdb", "version"): (1, 2, 3),
-           ("condor", "warnings"): ("syslog", "stderr", "none"),
-           ("slurm", "accounting"): ("auto", "sacct", "pyslurm"), **node.CHOICES,
+           **node.CHOICES,
            **actions.CHOICES}
 CHOICES.update({("report", k): v for k, v in REPORT_CHOICES.items()})
 POSITIVE = {("influxdb", "timeout_seconds"), ("shipper", "batch_points"),
-            ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds"),
-            ("condor", "interval"), ("condor", "min_interval"), ("condor", "max_interval")}
+            ("shipper", "batch_bytes"), ("shipper", "senders"), ("shipper", "poll_seconds")}
 POSITIVE |= {("spool", "max_bytes"), ("shipper", "retry_initial_seconds"),
              ("shipper", "retry_max_seconds")}
-POSITIVE |= {("slurm", "interval"), ("slurm", "cgroup_wait_seconds"),
-             ("shipper", "max_job_days"), ("procs", "every_seconds")} | actions.POSITIVE \
+POSITIVE |= {("shipper", "max_job_days"), ("procs", "every_seconds")} | actions.POSITIVE \
     | limits.POSITIVE
 NOT_NEGATIVE = {("spool", "max_bytes_per_user"), ("shipper", "flush_seconds"),
-                ("slurm", "end_wait_seconds"), ("procs", "top")} | node.NOT_NEGATIVE \
+                ("procs", "top")} | node.NOT_NEGATIVE \
     | actions.NOT_NEGATIVE
 NOT_NEGATIVE |= {("report", k) for k, (t, _d) in SCHEMA["report"].items() if t in (int, float)}
+SCHEMA, _choices, _positive, _not_negative = schedulers.merged(SCHEMA, after="shipper")
+CHOICES.update(_choices)
+POSITIVE |= _positive
+NOT_NEGATIVE |= _not_negative
 # the longest line jobmon writes (jobmon.influx.schema.MAX_LINE_BYTES) must fit in a batch
 MIN_BATCH_BYTES = 64 << 10
 # a user's share must hold one job: the room kept for its end-of-job record (MAX_LINE_BYTES)

@@ -15,6 +15,7 @@ import json
 
 from . import lineprotocol as lp
 from ..metrics import SAMPLE_NAMES, SUMMARY_FIELDS, UNITS, bounds
+from ..config.schedulers import qualifier_tags
 
 SAMPLE = "jobmon_sample"
 JOB = "jobmon_job"
@@ -31,10 +32,11 @@ SAMPLE_MEASUREMENTS = (SAMPLE, PROCS)
 # owner, the node's name, the site's cluster name)
 SHIPPER_TAGS = ("cluster", "host", "user")
 # tags written by the sampler: the job id, the scheduler, the run (a job the scheduler ran
-# more than once: evicted, requeued), the HTCondor schedd its id is of (two schedds'
-# 4711.0 are two jobs), and the job tags (--tag, or from the scheduler plugin) with one of
-# these bounded-cardinality names
-JOB_TAGS = ("job", "scheduler", "run", "schedd")
+# more than once: evicted, requeued), the instance its id is of where a scheduler has
+# several (its plugin's qualifier tags: two instances' 4711.0 are two jobs), and the job
+# tags (--tag, or from the scheduler plugin) with one of these bounded-cardinality names
+QUALIFIER_TAGS = qualifier_tags()
+JOB_TAGS = ("job", "scheduler", "run") + QUALIFIER_TAGS
 PROMOTED_TAGS = ("account", "group", "partition", "queue")
 ALL_TAGS = SHIPPER_TAGS + JOB_TAGS + PROMOTED_TAGS
 
@@ -94,7 +96,7 @@ def job_tags(job):
     tags = {"job": job.get("job"), "scheduler": job.get("scheduler")}
     if job.get("run") is not None:
         tags["run"] = str(job["run"])
-    for k in ("schedd",) + PROMOTED_TAGS:
+    for k in QUALIFIER_TAGS + PROMOTED_TAGS:
         v = (job.get("tags") or {}).get(k)
         if v:
             tags[k] = v

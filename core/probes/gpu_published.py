@@ -128,7 +128,7 @@ class Published:
 
 def usable(gpu, dev_dir="/dev"):
     """May this process use the GPU? access(2) on its /dev/nvidiaN consults the device
-    cgroup (Slurm's ConstrainDevices, v1 or v2) as well as the mode bits, and unlike open()
+    cgroup (a scheduler's device constraint, v1 or v2) as well as the mode bits, and unlike open()
     never wakes the driver. A GPU whose minor number NVML did not give counts as usable."""
     minor = gpu.get("minor")
     if minor is None:

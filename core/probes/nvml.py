@@ -9,7 +9,7 @@ GPU use is added to the main probe's readings (cgroup or procfs), so `GpuProbe` 
 the main probe says which processes are the job's, NVML says what they hold on the GPUs.
 
 Which GPUs are the job's: those in CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUIDs,
-as HTCondor and Slurm set it), else every GPU of the node.
+as the schedulers set it), else every GPU of the node.
 """
 import ctypes
 import os

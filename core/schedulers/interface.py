@@ -9,7 +9,12 @@ syntax and qualification, actions (`jobmon act`), doctor checks, install, and wh
 read side shows of it (reports, messages, help texts: its own block below). Every method
 imports what it needs when called, so holding the object costs nothing.
 """
-import importlib
+
+
+def load(name):
+    """The module `name` (dotted, absolute). __import__, not importlib: the objects are
+    held beside jobs too (jobmon.summary.batches), where importlib would cost a start."""
+    return __import__(name, fromlist=("__name__",))
 
 
 class Scheduler:
@@ -35,7 +40,7 @@ class Scheduler:
 
     # --- identity (per-job path) ------------------------------------------------------
     def _plugin(self):
-        return importlib.import_module(self.plugin)
+        return load(self.plugin + ".job")
 
     # what its entry point imports as the job's user (the rest of the per-job path is
     # imported from these, at once or once the job runs): the installers and the doctor
@@ -60,11 +65,11 @@ class Scheduler:
     def accounting(self):
         """Its accounting module: `source(cfg)` gives a jobmon.accounting.Source, or None
         where its tools are not on this host."""
-        return importlib.import_module(self.accounting_module)
+        return load(self.accounting_module)
 
     def compare(self, summary, record):
         """Rows where jobmon's summary and its record of the run differ, with why."""
-        return importlib.import_module(self.compare_module).compare(summary, record)
+        return load(self.compare_module).compare(summary, record)
 
     def pick(self, records, job, run):
         """The record of run `run` (None: the latest) of `job` among its records."""
@@ -132,7 +137,7 @@ class Scheduler:
     # --- doctor and install ---------------------------------------------------------------
     def doctor_checks(self, node):
         """Its `jobmon doctor` checks of a node (jobmon.doctor.Check list)."""
-        return importlib.import_module(self.doctor_module).checks(node)
+        return load(self.doctor_module).checks(node)
 
     def install(self, argv=None):
         """Install its entry points on this node (what `install_command` runs)."""

@@ -6,7 +6,7 @@ Lazy: a plugin's scheduler module is imported when it is first asked for, so imp
 registry costs the per-job path nothing it does not already load (jobmon.plugins is
 standard library only), and a read command loads only the schedulers it asks about.
 """
-import importlib
+from .interface import load
 
 _found = {}
 
@@ -22,7 +22,7 @@ def get(tag):
     if tag not in _found:
         from jobmon import plugins
         module = plugins.SCHEDULERS[tag]          # KeyError: no such scheduler
-        _found[tag] = importlib.import_module(module + ".scheduler", plugins.__name__).SCHEDULER
+        _found[tag] = load(plugins.__name__ + module + ".scheduler").SCHEDULER
     return _found[tag]
 
 

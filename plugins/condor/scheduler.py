@@ -6,7 +6,7 @@ import re
 
 from jobmon.schedulers.interface import Scheduler, whole_memory
 
-from . import QUALIFIER_TAGS
+from .settings import QUALIFIER_TAGS
 
 # an HTCondor GlobalJobId: SCHEDD#CLUSTER.PROC#QDATE
 GLOBAL_ID = re.compile(r"[^#\s]+#\d+\.\d+#\d+")

@@ -49,7 +49,7 @@ def main(argv=None, config=None):
         exec_job(argv)
     try:
         from jobmon.summary.batches import Known
-        from jobmon.plugins.condor import QUALIFIER_TAGS, SCHEDULER
+        from jobmon.plugins.condor.job import QUALIFIER_TAGS, SCHEDULER
         runner.run(plan.args(argv), identity=plan.identity, choose_cgroup=plan.choose_cgroup,
                    start_failed=lambda e: job_cannot_start(str(e), e.status, e.errno, argv),
                    on_end=plan.report_card,
@@ -72,7 +72,7 @@ class Plan:
     job runs unmonitored (exec'd, as without a wrapper)."""
 
     def __init__(self, argv, environ, warnings, config=None):
-        from jobmon.plugins import condor
+        from jobmon.plugins.condor import job as condor
         self.warnings, self.config = warnings, config
         self.job_ad, machine_ad = condor.read_ads(environ)
         self.identity = condor.identity(self.job_ad, machine_ad, environ)

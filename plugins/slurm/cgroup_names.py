@@ -12,7 +12,7 @@ Standard library only.
 import os
 import re
 
-from . import SLUID
+from .job import SLUID
 
 _OTHER = re.compile(r"(job_[0-9]+|step_.*|task_[0-9]+)\Z")
 

@@ -12,7 +12,8 @@ import signal
 import sys
 import time
 
-from . import cgroup_names, identify, needs_refining, next_run, refine
+from . import cgroup_names
+from .job import identify, needs_refining, next_run, refine
 
 PROG = "jobmon-slurm"
 DEFAULTS = {"enabled": True, "interval": 10.0, "cgroup_wait_seconds": 300.0,
