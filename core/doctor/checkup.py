@@ -1,12 +1,12 @@
 """The whole check-up: the checks that hold for every node (site.py), then each scheduler's
-that runs jobs here or was asked for (its plugin's doctor module)."""
+that runs jobs here or was asked for (its object's doctor_checks)."""
 from .check import FAIL, Check
 from .schedulers_here import SCHEDULERS, scheduler_line, schedulers
 
 
 def run(node, asked="auto"):
     """Every check, in order: [Check]."""
-    from importlib import import_module
+    from .. import schedulers as registry
     from . import site
     node.auto = asked == "auto"
     checks = site.checks(node)
@@ -18,7 +18,7 @@ def run(node, asked="auto"):
                                             f"{', '.join(SCHEDULERS)})", "--scheduler=auto"))
             continue
         try:
-            checks += import_module(SCHEDULERS[name][0]).checks(node)
+            checks += registry.get(name).doctor_checks(node)
         except Exception as e:     # a doctor's bug must not hide the other checks
             checks.append(Check(name, FAIL, f"checks failed: {type(e).__name__}: {e}",
                                 "report this as a jobmon bug"))
