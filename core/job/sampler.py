@@ -32,6 +32,26 @@ def take_off(values, seconds):
     values["cpu_user_seconds"] = max(values["cpu_user_seconds"] - (seconds - from_system), 0.0)
 
 
+def site_breakdown(probe, warn=None, clock=time.monotonic):
+    """The site's breakdown of a probe's job ([procs] in the config; JOBMON_PROCS_TOP=0
+    turns it off), or None: off, or the probe cannot list its pids."""
+    if probe is None or not callable(getattr(probe, "pids", None)):
+        return None
+    try:
+        # read here, not in the probe: jobmon.config reads the probes' declarations
+        from .. import config
+        cfg = config.load()["procs"]
+    except Exception as e:   # a broken config must not stop the job: defaults
+        if warn:
+            warn(f"per-process breakdown: config unusable ({e}); using defaults")
+        from ..config import SCHEMA
+        cfg = {k: d for k, (_t, d) in SCHEMA["procs"].items()}
+    if cfg["top"] <= 0:
+        return None
+    return breakdown.Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"],
+                               clock=clock, stats=getattr(probe, "stats", None))
+
+
 class Sampler:
     def __init__(self, probe, sinks, job, interval, monotonic=time.monotonic,
                  kernel_peak=reaped_peak, own_process=True):
@@ -56,7 +76,7 @@ class Sampler:
         for s in list(self.sinks):
             self._safe(s, "open", job)
         # the per-process breakdown, at its own lower rate (probes/breakdown.py)
-        self.breakdown = breakdown.for_site(probe, self._warn, monotonic)
+        self.breakdown = site_breakdown(probe, self._warn, monotonic)
         # where the job's files are: a network file system's I/O is in no storage counter
         self.netfs = NetFs() if probe is not None else None
 

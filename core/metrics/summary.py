@@ -2,7 +2,7 @@
 beside the code that computes it (jobmon.metrics.declared) with its unit, valid range
 (jobmon.metrics.ranges), meaning, scope and method. This module holds only their order."""
 from ..config import ownership
-from ..job import record
+from . import record
 from ..schedulers import interface
 from ..summary import batches, completeness, efficiency, exit_status, fold, idle, oom
 from .declared import FOLDED, figures, ordered
@@ -10,7 +10,7 @@ from .samples import SAMPLE_METRICS
 
 # the modules outside jobmon.probes that declare end-of-job figures (the probes' are
 # jobmon.metrics.declared's)
-DECLARING = (("core/job/record.py", record), ("core/summary/exit_status.py", exit_status),
+DECLARING = (("core/metrics/record.py", record), ("core/summary/exit_status.py", exit_status),
              ("core/summary/fold.py", fold), ("core/summary/efficiency.py", efficiency),
              ("core/summary/oom.py", oom), ("core/summary/completeness.py", completeness),
              ("core/summary/idle.py", idle), ("core/summary/batches.py", batches),

@@ -175,25 +175,6 @@ class Breakdown:
                 "procs": len(seen) + dead, "top": top}
 
 
-def for_site(probe, warn=None, clock=time.monotonic):
-    """The site's breakdown of a probe's job ([procs] in the config; JOBMON_PROCS_TOP=0
-    turns it off), or None: off, or the probe cannot list its pids."""
-    if probe is None or not callable(getattr(probe, "pids", None)):
-        return None
-    try:
-        from .. import config
-        cfg = config.load()["procs"]
-    except Exception as e:   # a broken config must not stop the job: defaults
-        if warn:
-            warn(f"per-process breakdown: config unusable ({e}); using defaults")
-        from ..config import SCHEMA
-        cfg = {k: d for k, (_t, d) in SCHEMA["procs"].items()}
-    if cfg["top"] <= 0:
-        return None
-    return Breakdown(probe.pids, cfg["top"], cfg["every_seconds"], cfg["cmdline"], clock=clock,
-                     stats=getattr(probe, "stats", None))
-
-
 # the breakdown's fields, one record per job every [procs] every_seconds (docs/live.md);
 # its groups travel as one JSON text, procs_top (jobmon.metrics.declared: PROCS_FIELDS)
 METRICS = (

@@ -2,6 +2,7 @@
 the registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
 interface; each part loads its module when asked.
 """
+import importlib
 import re
 
 from jobmon.schedulers.interface import Scheduler, whole_memory
@@ -152,8 +153,8 @@ class HTCondor(Scheduler):
         return Condor(name=cfg["condor"]["schedd"], allow_opt_out=cfg["actions"]["allow_opt_out"])
 
     def install(self, argv=None):
-        from . import setup
-        return setup.main(argv)
+        # by name: setup.py reads this object, never the other way round
+        return importlib.import_module(__package__ + ".setup").main(argv)
 
 
     # === what the read side shows of it ==================================================

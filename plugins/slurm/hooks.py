@@ -44,8 +44,8 @@ def main(argv=None):
     elif kind == "epilog":
         epilog(argv[1:])
     elif kind in ("install", "deploy"):
-        from jobmon.plugins.slurm import install
-        sys.exit(install.main(argv))
+        import importlib   # by name: install.py reads this file, never the other way round
+        sys.exit(importlib.import_module("jobmon.plugins.slurm.install").main(argv))
     sys.stderr.write("usage: hooks.py prolog|epilog [--run-dir=DIR] | install DIR\n")
     os._exit(0)    # a mistaken Prolog= line must not drain the node either
 

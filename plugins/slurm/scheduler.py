@@ -2,6 +2,7 @@
 registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
 interface; each part loads its module when asked.
 """
+import importlib
 import shutil
 
 from jobmon.schedulers.interface import Scheduler, whole_memory
@@ -104,8 +105,8 @@ class Slurm(Scheduler):
         return Actions(cfg["actions"]["slurm_action"])
 
     def install(self, argv=None):
-        from . import install
-        return install.main(argv)
+        # by name: install.py reads this object, never the other way round
+        return importlib.import_module(__package__ + ".install").main(argv)
 
 
     # === what the read side shows of it ==================================================

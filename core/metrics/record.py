@@ -1,8 +1,9 @@
 """What the end-of-job record holds of the job itself and of its monitoring: its identity,
 its run and the sampler's own accounting, which jobmon.job.session writes into the record
 beside the probes', the fold's and the summary modules' figures (each declared beside the
-code that computes it: jobmon.metrics.declared). Standard library only; declarations only,
-so that jobmon.metrics can read them without importing the session (which imports it)."""
+code that computes it: jobmon.metrics.declared). Declarations only, kept here rather than
+beside the session: jobmon.metrics reads them, and jobmon.job imports jobmon.metrics, so
+the structure stays one-way."""
 
 # the figures the session and its sampler give the record, declared
 FIGURES = (
