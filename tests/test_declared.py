@@ -72,6 +72,36 @@ def test_every_declared_figure_has_its_fold_and_its_parts():
         assert all(a["field"] in declared.FIGURES for a in m.advice), m.name
 
 
+@pytest.mark.parametrize("change", [
+    {"fold": "mean"}, {"combine": "first"},
+    {"fold": "last", "of": "other"},                  # only a max reads another field
+    {"fold": "max", "of": "y"},                       # its own name is the default
+])
+def test_a_figure_that_folds_or_combines_in_an_unknown_way_is_refused(change):
+    with pytest.raises(ValueError):
+        declared.Figure(dict({"name": "y", "unit": "s", "range": "wall", "method": "exact",
+                              "meaning": "m"}, **change), "test")
+
+
+def test_the_fold_and_the_multi_node_combination_are_the_declared_ones():
+    """Every summary figure is folded and combined as declared, and nothing else is: the
+    fold's tables and the report's come from the declarations alone."""
+    from jobmon.metrics.summary import SUMMARY_FIGURES
+    from jobmon.report import model
+    from jobmon.summary import fold
+    figs = {f.name: f for f in SUMMARY_FIGURES}
+    assert fold.LAST == {f.name: f.of for f in SUMMARY_FIGURES if f.fold == "last"}
+    assert fold.PEAKS == {f.of: f.name for f in SUMMARY_FIGURES if f.fold == "max"}
+    assert set(fold.SEEN) == {f.name for f in SUMMARY_FIGURES if f.fold == "seen"}
+    assert fold.SEEN and fold.PEAKS["mem_resident_peak_bytes"] == "rss_peak_bytes"
+    # two nodes: each declared figure is their sum or their largest, as it says
+    combined = [n for n, f in figs.items() if f.combine]
+    both = model.combine([dict.fromkeys(combined, 1), dict.fromkeys(combined, 2)])
+    for n in combined:
+        assert both[n] == {"sum": 3, "max": 2}[figs[n].combine], n
+    assert {n for n, f in figs.items() if f.combine} == set(model.ADDITIVE + model.LARGEST)
+
+
 def test_every_field_is_defined_in_exactly_one_place():
     """samples.py and summary.py hold the order of the names only; every sample, summary and
     breakdown field comes from exactly one declaration, with a scope and a method, and

@@ -8,10 +8,9 @@ index.py derives the look-ups, site_ranges.py the site's valid ranges.
 """
 from .index import COUNTERS, RANGES, SAMPLE_COLUMNS, SAMPLE_NAMES, UNITS
 from .procs import PROCS_FIELDS, PROCS_TOP_KEYS
-from .samples import NODE_COUNTERS, SAMPLE_FIELDS, STALL_COUNTERS
+from .samples import SAMPLE_FIELDS
 from .site_ranges import bounds, site_limits
 from .summary import SUMMARY_FIELDS
 
-__all__ = ("SAMPLE_FIELDS", "SUMMARY_FIELDS", "PROCS_FIELDS", "PROCS_TOP_KEYS", "NODE_COUNTERS",
-           "STALL_COUNTERS", "SAMPLE_NAMES", "COUNTERS", "SAMPLE_COLUMNS", "UNITS", "RANGES",
-           "bounds", "site_limits")
+__all__ = ("SAMPLE_FIELDS", "SUMMARY_FIELDS", "PROCS_FIELDS", "PROCS_TOP_KEYS", "SAMPLE_NAMES",
+           "COUNTERS", "SAMPLE_COLUMNS", "UNITS", "RANGES", "bounds", "site_limits")

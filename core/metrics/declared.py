@@ -30,22 +30,31 @@ A module lists the sample fields it produces in METRICS, one dict per metric:
 
 and the end-of-job figures its own code computes (the fold's totals, efficiency, OOM, the
 record's identity...) in FIGURES, one dict per figure: name, unit, range, scope, method,
-note and meaning as above. A figure named as a sample field is that field's end-of-job
-value: its unit and range are the field's unless it says otherwise, its scope, method and
-note are the field's.
+note and meaning as above, and optionally
+  fold     how jobmon.summary's fold makes it from the samples: last (the last sample's
+           value of the sample field of its name), max (the largest sample of the field
+           `of`, by default its own name), seen (the last value any sample had: the node
+           reader's counters, which a sample may lack) or computed (the fold's own code);
+           absent: not from the samples' fold (its module computes it)
+  combine  a multi-node run's value (jobmon.report.model.combine): sum of the nodes' or
+           max, their largest; absent: the report's own rule (the first node's, ...)
+A figure named as a sample field is that field's end-of-job value: its unit and range are
+the field's unless it says otherwise, its scope, method and note are the field's.
 
 This module reads the probes' declarations (DECLARING) and turns them into the tables the
 rest reads: jobmon.metrics places the sample and summary rows (samples.py and summary.py
 hold only their order, and add the declarations of jobmon.summary, the job's record and
 the scheduler interface, which import the tables this module makes), jobmon.metrics_doc
-their scope and method, the summary fold its LAST, PEAKS and PERCENTS, the report its
-rows, the dashboards their panels, the advice its rules and [report] its settings.
+their scope and method, the summary fold its LAST, PEAKS, SEEN and PERCENTS (with its own
+FIGURES' folds: folds()), the report its multi-node combination (jobmon.metrics.summary:
+SUMMED, LARGEST) and rows, the dashboards their panels, the advice its rules and [report]
+its settings.
 Standard library only and no collections (the per-job path imports it)."""
 from ..probes import breakdown, cgroup, gpu_node, interface, netfs, node_energy, node_net, pressure
 
 # every module of jobmon.probes that declares metrics, in the order their new fields follow
-# the existing ones
-DECLARING = (("core/probes/interface.py", interface), ("core/probes/pressure.py", pressure),
+# the existing ones, and the fold keeps their totals in
+DECLARING = (("core/probes/pressure.py", pressure), ("core/probes/interface.py", interface),
              ("core/probes/cgroup.py", cgroup), ("core/probes/gpu_node.py", gpu_node),
              ("core/probes/node_energy.py", node_energy), ("core/probes/node_net.py", node_net),
              ("core/probes/netfs.py", netfs))
@@ -57,8 +66,11 @@ SCOPES = ("job", "device", "node")
 KEYS = {"name", "unit", "range", "kind", "meaning", "scope", "method", "note", "modes", "read",
         "summary", "report", "panel", "advice"}
 FIGURE_KEYS = {"name", "fold", "of", "combine", "unit", "range", "method", "meaning"}
-OWN_FIGURE_KEYS = {"name", "unit", "range", "scope", "method", "note", "meaning"}
+OWN_FIGURE_KEYS = {"name", "unit", "range", "scope", "method", "note", "meaning", "fold", "of",
+                   "combine"}
 FOLDS = ("last", "max", "percent")
+OWN_FOLDS = (None, "last", "max", "seen", "computed")
+COMBINES = ("sum", "max")
 REPORT_GROUPS = ("cpu", "memory")
 
 
@@ -90,7 +102,7 @@ class Metric:
                 setattr(self, k, v)
         for f in self.summary:
             if set(f) - FIGURE_KEYS or f.get("fold") not in FOLDS or \
-                    f.get("combine") not in ("sum", "max"):
+                    f.get("combine") not in COMBINES:
                 raise ValueError(f"{source}: {self.name}: summary figure {f.get('name')!r}")
         for r in self.report:
             if r["group"] not in REPORT_GROUPS:
@@ -117,7 +129,8 @@ class Figure:
     """One end-of-job figure a module computes itself (its FIGURES), checked; `metric`: the
     sample field of its name, where there is one."""
 
-    __slots__ = ("name", "unit", "range", "meaning", "scope", "how", "notes", "source")
+    __slots__ = ("name", "unit", "range", "meaning", "scope", "how", "notes", "source", "fold",
+                 "of", "combine")
 
     def __init__(self, d, source, metric=None):
         odd = set(d) - OWN_FIGURE_KEYS
@@ -128,7 +141,12 @@ class Figure:
                              "its scope and method)")
         if d.get("scope", "job") not in SCOPES:
             raise ValueError(f"{source}: {d['name']}: scope is one of {SCOPES}")
+        if d.get("fold") not in OWN_FOLDS or d.get("combine", "sum") not in COMBINES or \
+                "of" in d and (d.get("fold") != "max" or d["of"] == d["name"]):
+            raise ValueError(f"{source}: {d['name']}: fold is one of {OWN_FOLDS[1:]}, combine "
+                             f"one of {COMBINES}, of only a max's other field")
         self.source, self.name, self.meaning = source, d["name"], d["meaning"]
+        self.fold, self.of, self.combine = d.get("fold"), d.get("of", d["name"]), d.get("combine")
         self.unit = d["unit"] if "unit" in d else metric.unit
         self.range = d["range"] if "range" in d else metric.range
         if metric:
@@ -176,29 +194,42 @@ def ordered(order, declared):
 def folded(m, f):
     """A Metric's summary figure `f` as a Figure (its scope and method by its fold)."""
     if f["name"] == m.name:
-        return Figure({"name": f["name"], "meaning": f["meaning"]}, m.source, m)
-    method = f.get("method", {"last": m.method(), "max": "estimated",
-                              "percent": "derived"}[f["fold"]])
-    return Figure({"name": f["name"], "unit": f.get("unit", m.unit),
-                   "range": f.get("range", m.range), "scope": m.scope, "method": method,
-                   "meaning": f["meaning"]}, m.source)
+        out = Figure({"name": f["name"], "meaning": f["meaning"]}, m.source, m)
+    else:
+        method = f.get("method", {"last": m.method(), "max": "estimated",
+                                  "percent": "derived"}[f["fold"]])
+        out = Figure({"name": f["name"], "unit": f.get("unit", m.unit),
+                      "range": f.get("range", m.range), "scope": m.scope, "method": method,
+                      "meaning": f["meaning"]}, m.source)
+    # the fold reads these from FIGURES below (last, max of this metric, percent of two)
+    out.fold, out.of, out.combine = f["fold"], m.name, f["combine"]
+    return out
+
+
+def folds(own):
+    """(last, peaks, seen) of Figures: {summary field: sample field} of their last values,
+    {sample field: summary field} of their largest, (field,) of the last value seen."""
+    last = {f.name: f.name for f in own if f.fold == "last"}
+    peaks = {f.of: f.name for f in own if f.fold == "max"}
+    return last, peaks, tuple(f.name for f in own if f.fold == "seen")
 
 
 DECLARED = metrics(DECLARING)
 SAMPLE = {m.name: m for m in DECLARED}
 PROCS = metrics(BREAKDOWN)
 # the end-of-job figures the probes' modules declare: their folds' and their own
-FOLDED = tuple(folded(m, f) for m in DECLARED for f in m.summary) + figures(DECLARING, SAMPLE)
+OWN = figures(DECLARING, SAMPLE)
+FOLDED = tuple(folded(m, f) for m in DECLARED for f in m.summary) + OWN
 # summary field -> (metric, figure) of the folded ones
 FIGURES = {f["name"]: (m, f) for m in DECLARED for f in m.summary}
-# the fold (jobmon.summary): summary field <- the sample field's last value / largest value;
-# percent: summary field <- (numerator, denominator) of the summary
-LAST = {n: m.name for n, (m, f) in FIGURES.items() if f["fold"] == "last"}
-PEAKS = {m.name: n for n, (m, f) in FIGURES.items() if f["fold"] == "max"}
+# the fold (jobmon.summary): summary field <- the sample field's last value; sample field
+# -> summary field of its largest value; the last value seen (the probes' own figures, then
+# their metrics'); percent: summary field <- (numerator, denominator) of the summary
+_own = folds(OWN)
+LAST = dict(_own[0], **{n: m.name for n, (m, f) in FIGURES.items() if f["fold"] == "last"})
+PEAKS = dict(_own[1], **{m.name: n for n, (m, f) in FIGURES.items() if f["fold"] == "max"})
+SEEN = _own[2]
 PERCENTS = {n: tuple(f["of"]) for n, (m, f) in FIGURES.items() if f["fold"] == "percent"}
-# a multi-node run (jobmon.report.model.combine): added up, or its largest node's
-ADDITIVE = tuple(n for n, (_m, f) in FIGURES.items() if f["combine"] == "sum")
-LARGEST = tuple(n for n, (_m, f) in FIGURES.items() if f["combine"] == "max")
 # report group -> [(field, label, unit)]
 REPORT_ROWS = {g: [(r["field"], r["label"], r["unit"]) for m in DECLARED for r in m.report
                    if r["group"] == g] for g in REPORT_GROUPS}

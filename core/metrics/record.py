@@ -17,9 +17,9 @@ FIGURES = (
      "meaning": "probe that measured the job: cgroup-v2, cgroup-v1 or procfs"},
     {"name": "start_time", "unit": "s", "range": "epoch", "method": "exact",
      "meaning": "job start, seconds since the epoch"},
-    {"name": "end_time", "unit": "s", "range": "epoch", "method": "exact",
+    {"name": "end_time", "combine": "max", "unit": "s", "range": "epoch", "method": "exact",
      "meaning": "job end (last process gone), seconds since the epoch"},
-    {"name": "lost_points", "unit": "count", "range": "count", "method": "exact",
+    {"name": "lost_points", "combine": "sum", "unit": "count", "range": "count", "method": "exact",
      "meaning": "points the InfluxDB spool could not take (a full disk: docs/configuration.md), "
                 "the end-of-job record among them where it did not fit; 0 with the embedded "
                 "store"},
@@ -32,10 +32,12 @@ FIGURES = (
      "meaning": "wall time jobmon spent reading the probe, all samples"},
     {"name": "monitor_errors", "unit": "count", "range": "count", "method": "exact",
      "meaning": "probe or sink errors the sampler met (each warned about)"},
-    {"name": "leftover_procs", "unit": "count", "range": "count", "method": "exact",
+    {"name": "leftover_procs", "combine": "sum",
+     "unit": "count", "range": "count", "method": "exact",
      "meaning": "processes still running when the command itself exited (daemons, background "
                 "jobs)"},
-    {"name": "procs_killed_at_end", "unit": "count", "range": "count", "method": "exact",
+    {"name": "procs_killed_at_end", "combine": "sum",
+     "unit": "count", "range": "count", "method": "exact",
      "meaning": "of those, how many the scheduler killed; 0 for `jobmon run`, which waits for "
                 "them; null where not known (`--no-wait`, a step whose tasks' end was not seen)"},
     {"name": "advice", "unit": "text", "range": None, "method": "derived",

@@ -4,21 +4,8 @@ Each field is declared beside the code that produces it (jobmon.metrics.declared
 valid range (a kind of jobmon.metrics.ranges: what one run on one node can physically show;
 readers and the shipper set aside any figure outside it), kind, meaning, scope and method.
 This module holds only their order."""
+from ..summary import completeness, idle
 from .declared import DECLARED, metrics, ordered
-
-# the node reader's counters: the summary keeps each one's last value seen (a sample may
-# lack them while the reader is down)
-NODE_COUNTERS = ("gpu_energy_joules", "cpu_energy_joules", "dram_energy_joules",
-                 "energy_joules", "co2e_grams", "net_rx_bytes", "net_tx_bytes",
-                 "net_rx_packets", "net_tx_packets")
-# why a job waited (probes/pressure.py) and what its memory limit did to it: counters
-# whose end-of-job totals the summary keeps
-STALL_COUNTERS = ("cpu_pressure_seconds", "cpu_wait_seconds", "mem_pressure_seconds",
-                  "mem_pressure_full_seconds", "io_pressure_seconds", "io_pressure_full_seconds",
-                  "mem_major_faults", "oom_kills")
-
-# after the names above: jobmon.summary's fold imports them from here
-from ..summary import completeness, idle  # noqa: E402
 
 # the sample fields jobmon.summary computes as the samples come
 SUMMARY_DECLARING = (("core/summary/idle.py", idle),

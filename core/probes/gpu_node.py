@@ -369,8 +369,10 @@ METRICS = (
 
 # and the end-of-job record's (jobmon.metrics.declared)
 FIGURES = (
-    {"name": "gpu_energy_joules", "meaning": "energy the job's GPUs used from start to end"},
-    {"name": "gpu_energy_error_joules", "unit": "J", "range": "joules", "scope": "device",
+    {"name": "gpu_energy_joules", "fold": "seen", "combine": "sum",
+     "meaning": "energy the job's GPUs used from start to end"},
+    {"name": "gpu_energy_error_joules", "combine": "sum",
+     "unit": "J", "range": "joules", "scope": "device",
      "method": "derived",
      "meaning": "how far gpu_energy_joules may be off (±): at the start and at the end, the "
                 "larger of the interpolated counter's distances to the readings either side (the "
@@ -381,7 +383,8 @@ FIGURES = (
      "meaning": "samples taken without GPU figures because the node reader was down or its data "
                 "older than two refresh periods (never filled in with guesses); null without GPU "
                 "metrics (docs/gpu.md)"},
-    {"name": "gpu_shared_samples", "unit": "count", "range": "count", "method": "exact",
+    {"name": "gpu_shared_samples", "combine": "sum",
+     "unit": "count", "range": "count", "method": "exact",
      "meaning": "samples in which a process not of the job was on its GPUs: their utilization and "
                 "energy were then the devices', the other job's use included"},
 )

@@ -130,6 +130,8 @@ METRICS = (
 )
 # and the end-of-job totals of two of them (the others': jobmon.summary.fold)
 FIGURES = (
-    {"name": "mem_major_faults", "meaning": "the run's total (per sample, above)"},
-    {"name": "oom_kills", "meaning": "the run's total (per sample, above)"},
+    {"name": "mem_major_faults", "fold": "last", "combine": "sum",
+     "meaning": "the run's total (per sample, above)"},
+    {"name": "oom_kills", "fold": "last", "combine": "sum",
+     "meaning": "the run's total (per sample, above)"},
 )

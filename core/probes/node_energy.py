@@ -206,22 +206,26 @@ METRICS = (
 
 # and the end-of-job record's (their bounds: node_bounds.py) (jobmon.metrics.declared)
 FIGURES = (
-    {"name": "cpu_energy_joules",
+    {"name": "cpu_energy_joules", "fold": "seen", "combine": "sum",
      "meaning": "CPU package energy apportioned to the job, start to end"},
-    {"name": "dram_energy_joules", "meaning": "DRAM energy apportioned to the job, start to end"},
-    {"name": "cpu_energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+    {"name": "dram_energy_joules", "fold": "seen", "combine": "sum",
+     "meaning": "DRAM energy apportioned to the job, start to end"},
+    {"name": "cpu_energy_error_joules", "combine": "sum",
+     "unit": "J", "range": "joules", "method": "estimated",
      "meaning": "how far cpu_energy_joules may be off (±) by timing, from the readings: the job's "
                 "CPU time before the node reader's first reading (and in a gap where it "
                 "restarted) at the next interval's cost per CPU-second, and at each reading the "
                 "job's CPU time between its own reads around it x the change in that cost; the "
                 "model (every CPU-second of an interval costs the same) is not in it: the data "
                 "cannot bound it"},
-    {"name": "dram_energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+    {"name": "dram_energy_error_joules", "combine": "sum",
+     "unit": "J", "range": "joules", "method": "estimated",
      "meaning": "the same for dram_energy_joules (its model, DRAM energy by CPU time, not "
                 "bounded)"},
-    {"name": "energy_joules",
+    {"name": "energy_joules", "fold": "seen", "combine": "sum",
      "meaning": "the job's energy, start to end: GPU + CPU package + DRAM, those there are"},
-    {"name": "energy_error_joules", "unit": "J", "range": "joules", "method": "estimated",
+    {"name": "energy_error_joules", "combine": "sum",
+     "unit": "J", "range": "joules", "method": "estimated",
      "meaning": "how far energy_joules may be off (±): the sum of its parts' bounds (a worst "
                 "case), absent where a part has none"},
     {"name": "energy_method", "unit": "text", "range": None, "method": "recorded",
@@ -235,11 +239,14 @@ FIGURES = (
      "meaning": "how CPU and DRAM energy was apportioned: busy (the job's share of the CPU time "
                 "the node used: idle power shared by whatever ran) or capacity (its share of all "
                 "the node's CPU time: idle power left to nobody); a site choice"},
-    {"name": "energy_missing_seconds", "unit": "s", "range": "wall", "method": "exact",
+    {"name": "energy_missing_seconds", "combine": "sum",
+     "unit": "s", "range": "wall", "method": "exact",
      "meaning": "seconds of the run whose CPU and DRAM energy is not in the totals (the node "
                 "reader restarted, its counters began anew)"},
-    {"name": "co2e_grams", "meaning": "CO2 equivalent of energy_joules, start to end"},
-    {"name": "co2e_error_grams", "unit": "gCO2e", "range": "grams", "method": "estimated",
+    {"name": "co2e_grams", "fold": "seen", "combine": "sum",
+     "meaning": "CO2 equivalent of energy_joules, start to end"},
+    {"name": "co2e_error_grams", "combine": "sum",
+     "unit": "gCO2e", "range": "grams", "method": "estimated",
      "meaning": "how far co2e_grams may be off (±) from the energy's: energy_error_joules at the "
                 "highest intensity of the run, plus, where the intensity changed within the run, "
                 "the energy around each step x the step; the intensity's own error is not in it"},

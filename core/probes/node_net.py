@@ -152,10 +152,14 @@ METRICS = (
 
 # and the end-of-job record's (jobmon.metrics.declared)
 FIGURES = (
-    {"name": "net_rx_bytes", "meaning": "bytes the job's sockets received (cgroup v2, BPF)"},
-    {"name": "net_tx_bytes", "meaning": "bytes the job's sockets sent (cgroup v2, BPF)"},
-    {"name": "net_rx_packets", "meaning": "packets the job's sockets received"},
-    {"name": "net_tx_packets", "meaning": "packets the job's sockets sent"},
+    {"name": "net_rx_bytes", "fold": "seen", "combine": "sum",
+     "meaning": "bytes the job's sockets received (cgroup v2, BPF)"},
+    {"name": "net_tx_bytes", "fold": "seen", "combine": "sum",
+     "meaning": "bytes the job's sockets sent (cgroup v2, BPF)"},
+    {"name": "net_rx_packets", "fold": "seen", "combine": "sum",
+     "meaning": "packets the job's sockets received"},
+    {"name": "net_tx_packets", "fold": "seen", "combine": "sum",
+     "meaning": "packets the job's sockets sent"},
     {"name": "net_source", "unit": "text", "range": None, "method": "recorded",
      "meaning": "how the network figures were counted: bpf (the node reader's program on the "
                 "job's cgroup v2; with a note where counting began late or restarted), or not "

@@ -249,7 +249,8 @@ METRICS = (
 # and what the end-of-job record says of them: each one's total (jobmon.summary.fold), where
 # they came from
 FIGURES = (
-    *({"name": m["name"], "meaning": "the run's total (per sample, above)"} for m in METRICS),
+    *({"name": m["name"], "fold": "last", "combine": "sum",
+       "meaning": "the run's total (per sample, above)"} for m in METRICS),
     {"name": "pressure_source", "unit": "text", "range": None, "method": "recorded",
      "meaning": "where the stall figures come from: psi (the kernel's pressure stall information "
                 "of the job's own cgroup: CPU, memory and I/O, exact), run-queue (no PSI for this "

@@ -8,7 +8,8 @@ from .. import schedulers
 from ..stores import fingerprint
 from ..summary import completeness, from_samples
 from ..summary.advice import advise
-from ..metrics import STALL_COUNTERS, declared
+from ..metrics import declared
+from ..metrics import summary as summary_figures
 from ..summary.oom import story
 from ..config.report import defaults
 from ..summary.efficiency import BASIS_TEXT, RESIDENT
@@ -16,15 +17,9 @@ from . import canonical, node_figures, nodes, verdict
 from .job_efficiency import efficiency_of
 from .scheduler import ending
 
-ADDITIVE = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes",
-            "rchar_bytes", "wchar_bytes", "samples", "lost_points", "leftover_procs",
-            "procs_killed_at_end") + node_figures.ADDITIVE + STALL_COUNTERS + declared.ADDITIVE
-# shares of a node's run: a multi-node run's is its worst node's
-SHARES = ("cpu_pressure_percent", "cpu_wait_percent", "mem_pressure_percent",
-          "io_pressure_percent")
-LARGEST = ("wall_seconds", "rss_peak_bytes", "mem_peak_bytes", "swap_peak_bytes", "procs_max",
-           "threads_max", "gpu_count", "gpu_mem_peak_bytes", "end_time", "cut_short",
-           "missing_seconds_max") + declared.LARGEST
+# a multi-node run: counters add up, peaks and shares of a node's run are the largest node's
+# (each figure's declared combine: jobmon.metrics.declared)
+ADDITIVE, LARGEST = summary_figures.SUMMED, summary_figures.LARGEST
 OUTCOME = ("outcome", "outcome_reason", "outcome_cause")
 # how the run ended, as reconciled: a multi-node run's from the node that says most
 ENDING = ("reconciled", "scheduler_state", "outcome", "outcome_reason", "outcome_cause",
@@ -94,7 +89,7 @@ def combine(summaries):
     for k in ADDITIVE:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = sum(vals) if vals else None
-    for k in LARGEST + SHARES:
+    for k in LARGEST:
         vals = [s[k] for s in summaries if s.get(k) is not None]
         out[k] = max(vals) if vals else None
     if any(s.get("energy_joules") is not None and s.get("energy_error_joules") is None

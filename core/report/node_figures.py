@@ -37,10 +37,9 @@ BOUNDS = {"gpu_energy_joules": "± what the interpolation at the start and the e
           "co2e_grams": "± from the energy's bound at the run's highest intensity (and its "
                         "steps); the intensity's own error is not in it"}
 NO_BOUND = "no ± bound: recorded before jobmon gave one, or a part of it has none"
-# summary fields that are not additive over a multi-node run's nodes: the first node's
+# summary fields that are not additive over a multi-node run's nodes: the first node's (the
+# others' combine is declared: jobmon.metrics.declared)
 TEXTS = ("energy_share", "energy_parts", "energy_method", "net_source")
-ADDITIVE = tuple(f for f, _l, _u in ROWS) + tuple(ERRORS.values()) + (
-    "gpu_shared_samples", "energy_missing_seconds")
 
 
 def _row(name, field, value, unit, note=None, scope=None, method=None, error=None):

@@ -144,11 +144,12 @@ METRICS = (
 
 # and the end-of-job record's (jobmon.metrics.declared)
 FIGURES = (
-    {"name": "cut_short", "unit": "count", "range": "flag", "method": "exact",
+    {"name": "cut_short", "combine": "max", "unit": "count", "range": "flag", "method": "exact",
      "meaning": "1 when the run ended without its end-of-job record (the scheduler SIGKILLed the "
                 "sampler with the job after the vacate time, or the node went down): its figures "
                 "are its samples' fold, up to the last one; 0 when the end-of-job read was made"},
-    {"name": "missing_seconds_max", "unit": "s", "range": "wall", "method": "estimated",
+    {"name": "missing_seconds_max", "combine": "max",
+     "unit": "s", "range": "wall", "method": "estimated",
      "meaning": "at most this much of the run's end is not in its figures: one sampling interval "
                 "for a cut-short run (a live sampler would have sampled again), the time after "
                 "the last read where the job's cgroup went before its final read, else 0"},

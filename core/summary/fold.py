@@ -4,23 +4,28 @@ The sampler feeds it every sample it takes, so the end-of-job summary comes from
 report feeds it the stored samples of a job that is still running (or ended without a
 summary) and gets the same figures the summary would have (from_samples).
 """
+import sys
+
 from . import completeness
 from .completeness import Coverage
 from .idle import IDLE_CORES, Stretches
 
 # the end-of-job figures this fold computes, declared (jobmon.metrics.declared) before the
-# imports below: they import jobmon.metrics, which reads them (the stall counters' totals are
-# declared beside them: probes/pressure.py, probes/interface.py)
+# imports below: they import jobmon.metrics, which reads them (the stall counters' and node
+# counters' totals are declared beside their probes); fold: how the samples make it
 FIGURES = (
-    {"name": "wall_seconds", "unit": "s", "range": "wall", "method": "exact",
+    {"name": "wall_seconds", "fold": "computed", "combine": "max",
+     "unit": "s", "range": "wall", "method": "exact",
      "meaning": "wall-clock time from start to the end of the job's last process"},
-    {"name": "cpu_user_seconds",
+    {"name": "cpu_user_seconds", "fold": "last", "combine": "sum",
      "meaning": "total user CPU of every process of the job (end-of-job read)"},
-    {"name": "cpu_system_seconds",
+    {"name": "cpu_system_seconds", "fold": "last", "combine": "sum",
      "meaning": "total system CPU of every process of the job (end-of-job read)"},
-    {"name": "cpu_cores_avg", "unit": "cores", "range": "cores", "method": "derived",
+    {"name": "cpu_cores_avg", "fold": "computed",
+     "unit": "cores", "range": "cores", "method": "derived",
      "meaning": "(user + system CPU) / wall seconds"},
-    {"name": "rss_peak_bytes", "unit": "bytes", "range": "memory", "method": "estimated",
+    {"name": "rss_peak_bytes", "fold": "max", "of": "mem_resident_peak_bytes", "combine": "max",
+     "unit": "bytes", "range": "memory", "method": "estimated",
      "meaning": "resident peak: the largest sampled resident memory (anonymous + shared) and, "
                 "where jobmon reaps the job's processes (jobmon run, a scheduler's job wrapper), "
                 "each one's kernel high-water mark (ru_maxrss, VmHWM), so a one-process spike "
@@ -28,16 +33,22 @@ FIGURES = (
                 "process mapped (program, libraries), so this can exceed mem_peak_bytes where the "
                 "kernel charged those pages elsewhere. Sampled only where jobmon watches from "
                 "beside the job (a scheduler's sampler: mem_sizing_basis says which)"},
-    {"name": "mem_peak_bytes",
+    {"name": "mem_peak_bytes", "fold": "max", "combine": "max",
      "meaning": "kernel high-water mark of the job's charged memory, page cache included (cgroup "
                 "only): exact, a spike at any instant is in it"},
-    {"name": "swap_peak_bytes", "unit": "bytes", "range": "bytes", "method": "estimated",
+    {"name": "swap_peak_bytes", "fold": "max", "of": "mem_swap_bytes", "combine": "max",
+     "unit": "bytes", "range": "bytes", "method": "estimated",
      "meaning": "largest sampled swap use"},
-    {"name": "read_bytes", "meaning": "total bytes read from storage"},
-    {"name": "write_bytes", "meaning": "total bytes written to storage"},
-    {"name": "rchar_bytes", "meaning": "total bytes through read()-like system calls"},
-    {"name": "wchar_bytes", "meaning": "total bytes through write()-like system calls"},
-    {"name": "procs_max", "unit": "count", "range": "count", "method": "estimated",
+    {"name": "read_bytes", "fold": "last", "combine": "sum",
+     "meaning": "total bytes read from storage"},
+    {"name": "write_bytes", "fold": "last", "combine": "sum",
+     "meaning": "total bytes written to storage"},
+    {"name": "rchar_bytes", "fold": "last", "combine": "sum",
+     "meaning": "total bytes through read()-like system calls"},
+    {"name": "wchar_bytes", "fold": "last", "combine": "sum",
+     "meaning": "total bytes through write()-like system calls"},
+    {"name": "procs_max", "fold": "max", "of": "procs", "combine": "max",
+     "unit": "count", "range": "count", "method": "estimated",
      "meaning": "most processes of the job that existed at once (from fork to reaping: zombies "
                 "count). cgroup: the samples and, where no sample saw a multi-threaded process, "
                 "the pids controller's high-water mark of tasks; the exec trampoline that starts "
@@ -45,56 +56,68 @@ FIGURES = (
                 "not used. procfs: a lower bound, exact for every process a sample found or "
                 "jobmon reaped; see \"How exact procs_max is\" below",
      "note": "exact where the pids controller keeps a high-water mark"},
-    {"name": "threads_max", "unit": "count", "range": "count", "method": "estimated",
+    {"name": "threads_max", "fold": "max", "of": "threads", "combine": "max",
+     "unit": "count", "range": "count", "method": "estimated",
      "meaning": "most threads alive at once"},
-    {"name": "gpu_count", "meaning": "GPUs of the job (absent without an NVIDIA driver)"},
-    {"name": "gpu_util_avg_percent", "unit": "%", "range": "percent", "scope": "device",
+    {"name": "gpu_count", "fold": "last", "combine": "max",
+     "meaning": "GPUs of the job (absent without an NVIDIA driver)"},
+    {"name": "gpu_util_avg_percent", "fold": "computed",
+     "unit": "%", "range": "percent", "scope": "device",
      "method": "derived", "meaning": "mean of the sampled GPU utilization"},
-    {"name": "gpu_mem_peak_bytes", "unit": "bytes", "range": "memory", "method": "estimated",
+    {"name": "gpu_mem_peak_bytes", "fold": "max", "of": "gpu_mem_bytes", "combine": "max",
+     "unit": "bytes", "range": "memory", "method": "estimated",
      "meaning": "largest sampled GPU memory of the job's processes"},
-    {"name": "cpu_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+    {"name": "cpu_pressure_percent", "fold": "computed", "combine": "max",
+     "unit": "%", "range": "share", "method": "derived",
      "meaning": "cpu_pressure_seconds / wall x 100: share of the run during which a thread of the "
                 "job was waiting for a CPU (PSI)"},
-    {"name": "cpu_wait_percent", "unit": "%", "range": "percent", "method": "derived",
+    {"name": "cpu_wait_percent", "fold": "computed", "combine": "max",
+     "unit": "%", "range": "percent", "method": "derived",
      "meaning": "cpu_wait_seconds / (cpu_wait_seconds + CPU seconds) x 100: share of the time its "
                 "threads wanted a CPU that they spent waiting for one (run queue)"},
-    {"name": "mem_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+    {"name": "mem_pressure_percent", "fold": "computed", "combine": "max",
+     "unit": "%", "range": "share", "method": "derived",
      "meaning": "mem_pressure_seconds / wall x 100 (PSI)"},
-    {"name": "io_pressure_percent", "unit": "%", "range": "share", "method": "derived",
+    {"name": "io_pressure_percent", "fold": "computed", "combine": "max",
+     "unit": "%", "range": "share", "method": "derived",
      "meaning": "io_pressure_seconds / wall x 100 (PSI)"},
-    {"name": "samples", "unit": "count", "range": "count", "method": "exact",
+    {"name": "samples", "fold": "computed", "combine": "sum",
+     "unit": "count", "range": "count", "method": "exact",
      "meaning": "samples taken"},
-    {"name": "cpu_idle_samples", "unit": "count", "range": "count", "method": "exact",
+    {"name": "cpu_idle_samples", "fold": "computed",
+     "unit": "count", "range": "count", "method": "exact",
      "meaning": "samples in which the job used under 0.01 cores while it had processes (stall "
                 "suspect)"},
-    {"name": "gpu_idle_samples", "unit": "count", "range": "count", "scope": "device",
+    {"name": "gpu_idle_samples", "fold": "computed",
+     "unit": "count", "range": "count", "scope": "device",
      "method": "exact", "meaning": "samples in which the job's GPUs were at 0 % utilization"},
-    {"name": "mem_growth_bytes_per_hour", "unit": "bytes/h", "range": "signed",
+    {"name": "mem_growth_bytes_per_hour", "fold": "computed", "unit": "bytes/h", "range": "signed",
      "method": "estimated",
      "meaning": "what resident memory grew by per hour in the run's second half (the start-up "
                 "left out), without the samples that fall to its end (the exit's teardown): the "
                 "median slope between every two of them (Theil-Sen, at most 64 samples kept "
                 "evenly spaced over the run)"},
-    {"name": "mem_rising", "unit": "count", "range": "flag", "method": "estimated",
+    {"name": "mem_rising", "fold": "computed",
+     "unit": "count", "range": "flag", "method": "estimated",
      "meaning": "1 when resident memory rose steadily (a leak suspect): its peak came in the last "
                 "fifth of the samples, and the line up to it fits them with R^2 >= 0.8 and rose "
                 "by 25 % of its start over >= 10 samples"},
 )
 
 from ..config.report import REPORT  # noqa: E402
-# from the modules, not the package: jobmon.metrics imports this package while it makes its
-# tables (samples.py names these before it does)
-from ..metrics.samples import NODE_COUNTERS, STALL_COUNTERS  # noqa: E402
 from ..metrics import declared  # noqa: E402
 
-# sample field -> summary field holding its largest value
-PEAKS = {"mem_resident_peak_bytes": "rss_peak_bytes", "mem_peak_bytes": "mem_peak_bytes",
-         "mem_swap_bytes": "swap_peak_bytes", "procs": "procs_max", "threads": "threads_max",
-         "gpu_mem_bytes": "gpu_mem_peak_bytes"}
-# counters: the summary holds the last value
-LAST = ("cpu_user_seconds", "cpu_system_seconds", "read_bytes", "write_bytes", "rchar_bytes",
-        "wchar_bytes", "gpu_count") + STALL_COUNTERS
-PEAKS.update(declared.PEAKS)   # a declared metric's fold is its declaration's
+_this = sys.modules[__name__]
+
+# summary field <- sample field of its last value; sample field -> summary field of its
+# largest value; the node reader's counters, whose last value seen is kept (a sample may
+# lack them while the reader is down): the declared folds, this module's own first, then
+# the probes' (jobmon.metrics.declared)
+LAST, PEAKS, SEEN = declared.folds(declared.figures((("core/summary/fold.py", _this),),
+                                                    declared.SAMPLE))
+LAST.update(declared.LAST)
+PEAKS.update(declared.PEAKS)
+SEEN += declared.SEEN
 # suspects, kept as the samples come: a sample is idle below this many cores busy, and the
 # footprint "rose steadily" when a line fits its samples this well (R^2) and rose by this
 # share of its start over at least this many samples
@@ -139,7 +162,7 @@ class Fold:
             self.gpu_util[1] += 1
             if sample["gpu_util_percent"] == 0 and sample.get("gpu_count"):
                 self.gpu_idle += 1
-        for k in NODE_COUNTERS:
+        for k in SEEN:
             if sample.get(k) is not None:
                 self.seen[k] = sample[k]
         self.idle.add(sample)
@@ -226,8 +249,7 @@ class Fold:
         processes known to have existed at once (procfs mode); idle_threshold: the
         site's [report] idle_allocation_seconds."""
         last, pk = self.last, self.peaks
-        out = {k: last.get(k) for k in LAST}
-        out.update({k: last.get(field) for k, field in declared.LAST.items()})
+        out = {k: last.get(field) for k, field in LAST.items()}
         for field, name in PEAKS.items():
             out[name] = pk.get(field)
         wall = last.get("elapsed_seconds") or 0.0
@@ -248,7 +270,7 @@ class Fold:
         out["threads_max"] = max(threads, tasks_peak or 0, procs_peak or 0, out["procs_max"])
         out["gpu_util_avg_percent"] = round(self.gpu_util[0] / self.gpu_util[1], 1) \
             if self.gpu_util[1] else None
-        out.update(dict.fromkeys(NODE_COUNTERS), **self.seen)
+        out.update(dict.fromkeys(SEEN), **self.seen)
         out["samples"] = self.samples
         out["cpu_idle_samples"], out["gpu_idle_samples"] = self.cpu_idle, self.gpu_idle
         out["mem_growth_bytes_per_hour"], out["mem_rising"] = self.mem_trend()
