@@ -21,9 +21,12 @@ A module lists the sample fields it produces in METRICS, one dict per metric:
   report   rows of the job report (`jobmon query`, the HTML page): dicts of group (where
            in the report: cpu, memory), field (of the summary), label and unit; a row of no
            value or 0 is left out
-  panel    the single-job dashboard's panels: dicts of title (one panel per title),
+  panel    the single-job dashboard's panels: dicts of title (one panel per title: its
+           columns in the order declared, the first one's unit and decimals the panel's),
            how (rate: per second, x scale; mean; max), alias, unit (Grafana's), scale,
-           description
+           decimals, description (the panel's: its columns' joined); where the panel goes
+           among the rest: deploy/grafana/generator/view_job.py (after the run queue's,
+           unless named there)
   advice   advice rules: dicts of rule (its name), field (of the summary), setting (its
            threshold, a key of the site's [report]), default, text (str.format'ed with
            value and the summary's fields) and doc (what docs/reports.md says of it)

@@ -351,7 +351,9 @@ METRICS = (
     {"name": "gpu_mem_bytes", "unit": "bytes", "range": "memory", "kind": "gauge",
      "method": "exact",
      "meaning": "GPU memory held by the job's processes, summed over its GPUs (NVML per-process "
-                "use)"},
+                "use)",
+     "panel": ({"title": "GPU memory and energy", "how": "max", "alias": "gpu_mem",
+                "unit": "bytes"},)},
     {"name": "gpus_in_use", "unit": "count", "range": "gpus", "kind": "gauge", "method": "exact",
      "meaning": "of the job's GPUs, those one of its processes is on (holds a context: NVML's "
                 "process list, through the node reader)"},
@@ -363,7 +365,9 @@ METRICS = (
                 "~4 ms). A GPU shared with another job gives both its whole energy "
                 "(gpu_shared_samples)",
      "note": "the job's own where no other process used its GPUs (gpu_shared_samples 0); none for "
-             "MIG slices"},
+             "MIG slices",
+     "panel": ({"title": "GPU memory and energy", "how": "rate", "alias": "gpu_watts",
+                "unit": "watt"},)},
 )
 
 

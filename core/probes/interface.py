@@ -97,20 +97,29 @@ METRICS = (
     {"name": "read_bytes", "unit": "bytes", "range": "bytes", "kind": "counter", "method": "exact",
      "meaning": "bytes the job caused to be read from storage",
      "note": "local block devices only: network file systems are not in it (network_fs names "
-             "those the job used)"},
+             "those the job used)",
+     "panel": ({"title": "I/O rates", "how": "rate", "alias": "read_rate", "unit": "binBps",
+                "description": "read/write: storage on local block devices only (a network or "
+                "FUSE file system's I/O is not in them: the summary's network_fs names those "
+                "the job used);"},)},
     {"name": "write_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
      "method": "exact", "meaning": "bytes the job caused to be written to storage",
      "note": "local block devices only: network file systems are not in it (network_fs names "
              "those the job used); procfs mode: written less cancelled, never going back (a write "
-             "cancelled after a sample counted it stays counted)"},
+             "cancelled after a sample counted it stays counted)",
+     "panel": ({"title": "I/O rates", "how": "rate", "alias": "write_rate", "unit": "binBps"},)},
     {"name": "rchar_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
      "method": "exact",
      "meaning": "bytes passed through read()-like system calls (storage, page cache, pipes, "
-                "sockets)"},
+                "sockets)",
+     "panel": ({"title": "I/O rates", "how": "rate", "alias": "rchar_rate", "unit": "binBps",
+                "description": "rchar/wchar: every read()/write()-like call, on any file "
+                "system, pipe or socket."},)},
     {"name": "wchar_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
      "method": "exact",
      "meaning": "bytes passed through write()-like system calls (storage, page cache, pipes, "
-                "sockets)"},
+                "sockets)",
+     "panel": ({"title": "I/O rates", "how": "rate", "alias": "wchar_rate", "unit": "binBps"},)},
     {"name": "mem_major_faults", "unit": "count", "range": "count", "kind": "counter",
      "method": "exact",
      "meaning": "major page faults: pages the job waited to have read back from disk or swap "
@@ -120,9 +129,13 @@ METRICS = (
      "meaning": "processes of the job the kernel's OOM killer killed (`memory.events` oom_kill on "
                 "v2, `memory.oom_control` oom_kill on v1)"},
     {"name": "procs", "unit": "count", "range": "count", "kind": "gauge", "method": "exact",
-     "meaning": "processes of the job alive at the sample"},
+     "meaning": "processes of the job alive at the sample",
+     "panel": ({"title": "Processes and threads", "how": "max", "alias": "procs",
+                "unit": "none"},)},
     {"name": "threads", "unit": "count", "range": "count", "kind": "gauge", "method": "exact",
-     "meaning": "threads (kernel tasks) of the job alive at the sample"},
+     "meaning": "threads (kernel tasks) of the job alive at the sample",
+     "panel": ({"title": "Processes and threads", "how": "max", "alias": "threads",
+                "unit": "none"},)},
     {"name": "mem_limit_bytes", "unit": "bytes", "range": "bytes", "kind": "gauge",
      "method": "recorded",
      "meaning": "the memory limit the kernel holds the job to (its cgroup's), once read (from the "

@@ -195,7 +195,10 @@ METRICS = (
      "note": "its GPU part is the devices' counter (exact where not shared)"},
     {"name": "power_watts", "unit": "W", "range": "watts", "kind": "gauge",
      "method": "apportioned", "meaning": "energy_joules per second over the last interval",
-     "note": "the rate of energy_joules"},
+     "note": "the rate of energy_joules",
+     "panel": ({"title": "Power and network", "how": "mean", "alias": "power", "unit": "watt",
+                "description": "power: the job's energy per second, as in 'Energy and CO2e' "
+                "(its GPUs' counter plus its apportioned CPU and DRAM share)."},)},
     {"name": "co2e_grams", "unit": "gCO2e", "range": "grams", "kind": "counter",
      "method": "estimated",
      "meaning": "CO2 equivalent of energy_joules: each interval's energy x the site's carbon "

@@ -136,9 +136,15 @@ METRICS = (
      "meaning": "bytes the job's sockets received, loopback included: IP packets from their "
                 "network header on, counted per cgroup v2 by the node reader's BPF program; "
                 "absent without a job cgroup v2 or node reader (net_source says why; "
-                "docs/network.md)"},
+                "docs/network.md)",
+     "panel": ({"title": "Power and network", "how": "rate", "alias": "net_rx", "unit": "binBps",
+                "description": "net_rx, net_tx: what its sockets received and sent, counted on "
+                "its own cgroup v2 by the node reader's BPF program (exact; none on cgroup v1 "
+                "or in procfs mode: docs/network.md)."},)},
     {"name": "net_tx_bytes", "unit": "bytes", "range": "bytes", "kind": "counter",
-     "method": "exact", "meaning": "bytes the job's sockets sent, counted the same way"},
+     "method": "exact", "meaning": "bytes the job's sockets sent, counted the same way",
+     "panel": ({"title": "Power and network", "how": "rate", "alias": "net_tx",
+                "unit": "binBps"},)},
     {"name": "net_rx_packets", "unit": "count", "range": "count", "kind": "counter",
      "method": "exact",
      "meaning": "packets the job's sockets received, as the kernel hands them over (a GRO "

@@ -215,7 +215,14 @@ METRICS = (
      "meaning": "wall time during which at least one runnable thread of the job waited for a CPU: "
                 "the kernel's pressure stall information (PSI, `cpu.pressure` some) of the job's "
                 "cgroup; where it has none, cpu_wait_seconds instead (pressure_source says "
-                "which)"},
+                "which)",
+     "panel": ({"title": "Stalled on CPU, memory, I/O (PSI)", "how": "rate", "alias": "cpu",
+                "unit": "percent", "scale": 100,
+                "description": "Share of each interval during which a thread of the job waited "
+                "for a CPU, stalled on memory (reclaim, refaults) or waited for storage: the "
+                "kernel's pressure stall information of the job's cgroup (cgroup v2, or the v2 "
+                "cgroup jobmon makes on a hybrid host). Empty where the job has none: see the "
+                "run-queue wait beside it."},)},
     {"name": "cpu_wait_seconds", "unit": "s", "range": "task_seconds", "kind": "counter",
      "method": "estimated",
      "meaning": "time the job's threads were runnable but waiting for a CPU, summed over its "
@@ -225,12 +232,20 @@ METRICS = (
                 "read at a sample only if it ran since the one before, so a wait that has not "
                 "ended by then shows later; a process found having run under 2 ms is read once it "
                 "runs again, from its birth, and does not count if it exits before the next "
-                "sample)"},
+                "sample)",
+     "panel": ({"title": "Waiting for a CPU (run queue)", "how": "rate",
+                "alias": "threads_waiting", "unit": "none", "decimals": 2,
+                "description": "Where the job's cgroup has no PSI (cgroup v1, procfs mode, PSI "
+                "off): how many of its threads waited for a CPU on average (run-queue wait "
+                "from schedstat, per second). A busy node, not a job that needs fewer "
+                "cores."},)},
     {"name": "mem_pressure_seconds", "unit": "s", "range": "wall", "kind": "counter",
      "method": "exact",
      "meaning": "wall time during which at least one of the job's threads stalled on memory: "
                 "reclaim, swap-in, refaulting pages it had to give up (PSI `memory.pressure` "
-                "some; cgroup v2, or the v2 cgroup jobmon makes beside v1 ones on a hybrid host)"},
+                "some; cgroup v2, or the v2 cgroup jobmon makes beside v1 ones on a hybrid host)",
+     "panel": ({"title": "Stalled on CPU, memory, I/O (PSI)", "how": "rate", "alias": "memory",
+                "unit": "percent", "scale": 100},)},
     {"name": "mem_pressure_full_seconds", "unit": "s", "range": "wall", "kind": "counter",
      "method": "exact",
      "meaning": "wall time during which all of the job's non-idle threads stalled on memory at "
@@ -238,7 +253,9 @@ METRICS = (
     {"name": "io_pressure_seconds", "unit": "s", "range": "wall", "kind": "counter",
      "method": "exact",
      "meaning": "wall time during which at least one of the job's threads waited for block I/O "
-                "(PSI `io.pressure` some)"},
+                "(PSI `io.pressure` some)",
+     "panel": ({"title": "Stalled on CPU, memory, I/O (PSI)", "how": "rate", "alias": "io",
+                "unit": "percent", "scale": 100},)},
     {"name": "io_pressure_full_seconds", "unit": "s", "range": "wall", "kind": "counter",
      "method": "exact",
      "meaning": "wall time during which all of the job's non-idle threads waited for block I/O at "

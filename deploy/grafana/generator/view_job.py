@@ -33,10 +33,13 @@ HOW = {"rate": 'non_negative_derivative(last("{}"), 1s)', "mean": 'mean("{}")',
        "max": 'max("{}")'}
 
 
-def declared_panels(g):
-    """The panels the metrics declared beside their probes ask for, one per title."""
+def declared_panels(g, titles):
+    """The panels the metrics declared beside their probes ask for, one per title: a
+    column per field, the first field's unit (and decimals) the panel's, its descriptions
+    joined."""
     out = []
-    for title, fields in PANELS.items():
+    for title in titles:
+        fields = PANELS[title]
         unit = fields[0][1]["unit"]
         cols = [HOW[d["how"]].format(name) + (f' * {d["scale"]}' if d.get("scale", 1) != 1
                                               else "") + f' AS {d["alias"]}'
@@ -44,14 +47,23 @@ def declared_panels(g):
         out.append(timeseries(g, title, [target(
             f'SELECT {", ".join(cols)} FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
             alias="$col $tag_host $tag_schedd")], unit=unit,
+            decimals=fields[0][1].get("decimals"),
             overrides=[unit_override(d["alias"], d["unit"]) for _n, d in fields
                        if d["unit"] != unit],
-            description=" ".join(d["description"] for _n, d in fields)))
+            description=" ".join(d["description"] for _n, d in fields if d.get("description"))))
     return out
 
 
-def build():
-    g = Grid()
+# where the declared panels go among the ones built here, by title; a declared panel not
+# named here goes after the run queue's
+BEFORE_OOM = ("I/O rates", "Stalled on CPU, memory, I/O (PSI)", "Waiting for a CPU (run queue)")
+BEFORE_GPU = ("Processes and threads",)
+AFTER_GPU = ("GPU memory and energy", "Power and network")
+OTHERS = tuple(t for t in PANELS if t not in BEFORE_OOM + BEFORE_GPU + AFTER_GPU)
+
+
+def summary_panels(g):
+    """The run at a glance: efficiency, outcome, hours, energy, its summary and advice."""
     p = [row(g, "Summary")]
     p.append(stat(g, "CPU and memory efficiency", [target(
         f'SELECT last("cpu_efficiency_percent") AS cpu, last("mem_efficiency_percent") AS mem '
@@ -110,8 +122,12 @@ def build():
                     "reconcile` applies the scheduler's end; the share of the run its data "
                     "covers and why not all (below the site's threshold its samples' advice "
                     "is withheld)."))
+    return p
 
-    p.append(row(g, "Over time"))
+
+def over_time_panels(g):
+    """Its samples over time: those built here and the declared ones (declared_panels)."""
+    p = [row(g, "Over time")]
     p.append(timeseries(g, "CPU cores: used vs allocated", [
         target(f'SELECT mean("cpu_cores") AS used FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
                alias="used $tag_host $tag_schedd"),
@@ -136,37 +152,8 @@ def build():
                     "library pages); kernel_peak: the cgroup's high-water mark of charged "
                     "memory, page cache included (cgroup mode only); scheduler_memory: "
                     "HTCondor's MemoryUsage or Slurm's MaxRSS, once reconciled."))
-    p.append(timeseries(g, "I/O rates", [target(
-        f'SELECT non_negative_derivative(last("read_bytes"), 1s) AS read_rate, '
-        f'non_negative_derivative(last("write_bytes"), 1s) AS write_rate, '
-        f'non_negative_derivative(last("rchar_bytes"), 1s) AS rchar_rate, '
-        f'non_negative_derivative(last("wchar_bytes"), 1s) AS wchar_rate '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")],
-        unit="binBps",
-        description="read/write: storage on local block devices only (a network or FUSE "
-                    "file system's I/O is not in them: the summary's network_fs names those "
-                    "the job used); rchar/wchar: every read()/write()-like call, on any file "
-                    "system, pipe or socket."))
-    p.append(timeseries(g, "Stalled on CPU, memory, I/O (PSI)", [target(
-        f'SELECT non_negative_derivative(last("cpu_pressure_seconds"), 1s) * 100 AS cpu, '
-        f'non_negative_derivative(last("mem_pressure_seconds"), 1s) * 100 AS memory, '
-        f'non_negative_derivative(last("io_pressure_seconds"), 1s) * 100 AS io '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")],
-        unit="percent",
-        description="Share of each interval during which a thread of the job waited for a "
-                    "CPU, stalled on memory (reclaim, refaults) or waited for storage: the "
-                    "kernel's pressure stall information of the job's cgroup (cgroup v2, or "
-                    "the v2 cgroup jobmon makes on a hybrid host). Empty where the job has "
-                    "none: see the run-queue wait beside it."))
-    p.append(timeseries(g, "Waiting for a CPU (run queue)", [target(
-        f'SELECT non_negative_derivative(last("cpu_wait_seconds"), 1s) AS threads_waiting '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="none",
-        decimals=2,
-        description="Where the job's cgroup has no PSI (cgroup v1, procfs mode, PSI off): "
-                    "how many of its threads waited for a CPU on average (run-queue wait "
-                    "from schedstat, per second). A busy node, not a job that needs fewer "
-                    "cores."))
-    p += declared_panels(g)
+    p += declared_panels(g, BEFORE_OOM)
+    p += declared_panels(g, OTHERS)
     p.append(table(g, "Killed for memory", [table_target(
         f'SELECT "oom_kills", "oom_time" * 1000 AS oom_time, "oom_command", "oom_pid", '
         f'"oom_charge_bytes", "oom_limit_bytes", "oom_anon_bytes", "oom_cache_bytes", '
@@ -181,33 +168,20 @@ def build():
                     "page cache; from the kernel's log where jobmon could read it, else from "
                     "the samples either side (oom_source). docs/reports.md, \"Killed for "
                     "memory\"."))
-    p.append(timeseries(g, "Processes and threads", [target(
-        f'SELECT max("procs") AS procs, max("threads") AS threads FROM "{SAMPLE}" '
-        f'WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="none"))
+    p += declared_panels(g, BEFORE_GPU)
     p.append(timeseries(g, "GPU utilization", [
         target(f'SELECT mean("gpu_util_percent") AS util FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
                alias="util $tag_host $tag_schedd"),
         target(f'SELECT max("gpu_count") AS gpus FROM "{SAMPLE}" WHERE {F} {BY_TIME}',
                ref="B", alias="GPUs $tag_host $tag_schedd")], unit="percent",
         overrides=[unit_override("gpus", "none")]))
-    p.append(timeseries(g, "GPU memory and energy", [target(
-        f'SELECT max("gpu_mem_bytes") AS gpu_mem, '
-        f'non_negative_derivative(last("gpu_energy_joules"), 1s) AS gpu_watts '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="bytes",
-        overrides=[unit_override("gpu_watts", "watt")]))
-    p.append(timeseries(g, "Power and network", [target(
-        f'SELECT mean("power_watts") AS power, '
-        f'non_negative_derivative(last("net_rx_bytes"), 1s) AS net_rx, '
-        f'non_negative_derivative(last("net_tx_bytes"), 1s) AS net_tx '
-        f'FROM "{SAMPLE}" WHERE {F} {BY_TIME}', alias="$col $tag_host $tag_schedd")], unit="watt",
-        overrides=[unit_override(n, "binBps") for n in ("net_rx", "net_tx")],
-        description="power: the job's energy per second, as in 'Energy and CO2e' (its GPUs' "
-                    "counter plus its apportioned CPU and DRAM share). net_rx, net_tx: what "
-                    "its sockets received and sent, counted on its own cgroup v2 by the node "
-                    "reader's BPF program (exact; none on cgroup v1 or in procfs mode: "
-                    "docs/network.md)."))
+    p += declared_panels(g, AFTER_GPU)
+    return p
 
-    p.append(row(g, "Scheduler"))
+
+def scheduler_panels(g):
+    """What the scheduler says it asked for, gave and recorded."""
+    p = [row(g, "Scheduler")]
     p.append(table(g, "Requested and allocated (scheduler's figures)", [table_target(
         f'SELECT "cores_requested", "cores_allocated", "mem_requested_bytes", '
         f'"mem_allocated_bytes", "gpus_requested", "gpus_allocated", "canonical_units", '
@@ -223,7 +197,12 @@ def build():
                     "scheduler recorded of the run once `jobmon reconcile` applied it (its "
                     "state, HTCondor's MemoryUsage or Slurm's MaxRSS, its CPU); the batch "
                     "it belongs to; the job's other scheduler tags as the `tags` JSON."))
+    return p
 
+
+def build():
+    g = Grid()
+    p = summary_panels(g) + over_time_panels(g) + scheduler_panels(g)
     variables = filter_vars("cluster", "user", "account", "group", "host", single=("user",))
     variables.append(tag_var("job", where=[match(*SELECTED[1:])], multi=False,
                              description="Job id as users type it (HTCondor 123.0, Slurm "
