@@ -17,7 +17,8 @@ GOOD = {"name": "x_count", "unit": "count", "range": "count", "kind": "counter",
     {"kind": "rate"},
     {"summary": ({"name": "x", "fold": "mean", "combine": "sum", "meaning": "m"},)},
     {"summary": ({"name": "x", "fold": "last", "meaning": "m"},)},          # combine unsaid
-    {"report": ({"group": "gpu", "field": "x", "label": "x", "unit": ""},)},
+    {"report": ({"group": "disk", "field": "x", "label": "x", "unit": ""},)},
+    {"report": ({"group": "cpu", "field": "x", "label": "x", "unit": "", "zero": "hidden"},)},
 ])
 def test_a_declaration_that_does_not_say_enough_is_refused(change):
     with pytest.raises(ValueError):
@@ -161,3 +162,22 @@ def test_the_tables_load_whichever_module_is_imported_first(first):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == hashlib.sha1(
         repr(metrics.SAMPLE_FIELDS + metrics.SUMMARY_FIELDS).encode()).hexdigest()
+
+
+def test_the_reports_totals_are_the_declared_rows_each_once_in_its_place():
+    """Every declared report row is in the report's totals once: named in its order, or
+    after the rest of its group; a rate row is its field per second of the run."""
+    from jobmon.metrics.summary import REPORT_ROWS
+    from jobmon.report import model
+    s = {r["field"]: 7 for r in REPORT_ROWS}
+    rows = model.totals_rows(s, 10.0, 5.0)
+    labels = [label for label, _v, _u in rows]
+    for r in REPORT_ROWS:
+        assert labels.count(r["label"]) == 1, r["label"]
+        value = dict((label, v) for label, v, _u in rows)[r["label"]]
+        assert value == (0.7 if r.get("how") == "rate" else 7), r["label"]
+    groups = [e for e in model.TOTALS if e in declared.REPORT_GROUPS]
+    assert sorted(groups) == sorted(declared.REPORT_GROUPS)   # each group has its place
+    # the throttling rows, named nowhere in the report, follow the CPU group's named ones
+    at = labels.index("held back by its CPU quota")
+    assert labels[at - 1].startswith("waiting for a CPU")

@@ -18,9 +18,11 @@ A module lists the sample fields it produces in METRICS, one dict per metric:
            summary or wall_seconds), combine (a multi-node run's nodes: sum or max),
            unit, range, method (by default that of the metric for last, estimated for
            max, derived for percent) and meaning
-  report   rows of the job report (`jobmon query`, the HTML page): dicts of group (where
-           in the report: cpu, memory), field (of the summary), label and unit; a row of no
-           value or 0 is left out
+  report   rows of the job report's totals (`jobmon query`, the HTML page): dicts of group
+           (where in the report: one of REPORT_GROUPS), field (of the summary), label, unit
+           and optionally how (rate: the field per second of wall time) and zero (shown: a
+           row of 0 is shown; by default a row of no value or 0 is left out); the order of
+           the rows jobmon.report.model names, the others follow in their group
   panel    the single-job dashboard's panels: dicts of title (one panel per title: its
            columns in the order declared, the first one's unit and decimals the panel's),
            how (rate: per second, x scale; mean; max), alias, unit (Grafana's), scale,
@@ -41,6 +43,7 @@ note and meaning as above, and optionally
            absent: not from the samples' fold (its module computes it)
   combine  a multi-node run's value (jobmon.report.model.combine): sum of the nodes' or
            max, their largest; absent: the report's own rule (the first node's, ...)
+  report   its rows of the job report, as a metric's (field: the figure's name)
 A figure named as a sample field is that field's end-of-job value: its unit and range are
 the field's unless it says otherwise, its scope, method and note are the field's.
 
@@ -70,11 +73,12 @@ KEYS = {"name", "unit", "range", "kind", "meaning", "scope", "method", "note", "
         "summary", "report", "panel", "advice"}
 FIGURE_KEYS = {"name", "fold", "of", "combine", "unit", "range", "method", "meaning"}
 OWN_FIGURE_KEYS = {"name", "unit", "range", "scope", "method", "note", "meaning", "fold", "of",
-                   "combine"}
+                   "combine", "report"}
 FOLDS = ("last", "max", "percent")
 OWN_FOLDS = (None, "last", "max", "seen", "computed")
 COMBINES = ("sum", "max")
-REPORT_GROUPS = ("cpu", "memory")
+REPORT_GROUPS = ("run", "cpu", "memory", "io", "processes", "gpu")
+ROW_KEYS = {"group", "field", "label", "unit", "how", "zero"}
 
 
 class Metric:
@@ -107,9 +111,7 @@ class Metric:
             if set(f) - FIGURE_KEYS or f.get("fold") not in FOLDS or \
                     f.get("combine") not in COMBINES:
                 raise ValueError(f"{source}: {self.name}: summary figure {f.get('name')!r}")
-        for r in self.report:
-            if r["group"] not in REPORT_GROUPS:
-                raise ValueError(f"{source}: {self.name}: report group {r['group']!r}")
+        rows(self.report, source, self.name)
 
     def row(self):
         return (self.name, self.unit, self.range, self.kind, self.meaning)
@@ -133,7 +135,7 @@ class Figure:
     sample field of its name, where there is one."""
 
     __slots__ = ("name", "unit", "range", "meaning", "scope", "how", "notes", "source", "fold",
-                 "of", "combine")
+                 "of", "combine", "report")
 
     def __init__(self, d, source, metric=None):
         odd = set(d) - OWN_FIGURE_KEYS
@@ -150,6 +152,8 @@ class Figure:
                              f"one of {COMBINES}, of only a max's other field")
         self.source, self.name, self.meaning = source, d["name"], d["meaning"]
         self.fold, self.of, self.combine = d.get("fold"), d.get("of", d["name"]), d.get("combine")
+        self.report = rows(tuple(dict(r, field=self.name) for r in d.get("report", ())), source,
+                           self.name)
         self.unit = d["unit"] if "unit" in d else metric.unit
         self.range = d["range"] if "range" in d else metric.range
         if metric:
@@ -165,6 +169,17 @@ class Figure:
 
     def note(self):
         return self.notes
+
+
+def rows(report, source, name):
+    """A declaration's report rows, checked."""
+    for r in report:
+        if set(r) - ROW_KEYS or not {"group", "field", "label", "unit"} <= set(r) or \
+                r["group"] not in REPORT_GROUPS or r.get("how", "total") not in ("total", "rate") \
+                or r.get("zero", "shown") != "shown":
+            raise ValueError(f"{source}: {name}: report row {r.get('label')!r}: group one of "
+                             f"{REPORT_GROUPS}, keys of {sorted(ROW_KEYS)}")
+    return report
 
 
 def metrics(modules):
@@ -233,9 +248,6 @@ LAST = dict(_own[0], **{n: m.name for n, (m, f) in FIGURES.items() if f["fold"] 
 PEAKS = dict(_own[1], **{m.name: n for n, (m, f) in FIGURES.items() if f["fold"] == "max"})
 SEEN = _own[2]
 PERCENTS = {n: tuple(f["of"]) for n, (m, f) in FIGURES.items() if f["fold"] == "percent"}
-# report group -> [(field, label, unit)]
-REPORT_ROWS = {g: [(r["field"], r["label"], r["unit"]) for m in DECLARED for r in m.report
-                   if r["group"] == g] for g in REPORT_GROUPS}
 # dashboard panel title -> [(sample field, panel declaration)]
 PANELS = {}
 for _m in DECLARED:

@@ -22,7 +22,8 @@ FIGURES = (
     {"name": "lost_points", "combine": "sum", "unit": "count", "range": "count", "method": "exact",
      "meaning": "points the InfluxDB spool could not take (a full disk: docs/configuration.md), "
                 "the end-of-job record among them where it did not fit; 0 with the embedded "
-                "store"},
+                "store",
+     "report": ({"group": "run", "label": "points the spool could not take", "unit": "count"},)},
     {"name": "interval_seconds", "unit": "s", "range": "wall", "method": "recorded",
      "meaning": "sampling interval"},
     {"name": "monitor_cpu_seconds", "unit": "s", "range": "cpu", "method": "exact",
@@ -35,11 +36,15 @@ FIGURES = (
     {"name": "leftover_procs", "combine": "sum",
      "unit": "count", "range": "count", "method": "exact",
      "meaning": "processes still running when the command itself exited (daemons, background "
-                "jobs)"},
+                "jobs)",
+     "report": ({"group": "processes", "label": "processes left running by the command",
+                 "unit": "count"},)},
     {"name": "procs_killed_at_end", "combine": "sum",
      "unit": "count", "range": "count", "method": "exact",
      "meaning": "of those, how many the scheduler killed; 0 for `jobmon run`, which waits for "
-                "them; null where not known (`--no-wait`, a step whose tasks' end was not seen)"},
+                "them; null where not known (`--no-wait`, a step whose tasks' end was not seen)",
+     "report": ({"group": "processes", "label": "of those, killed by the scheduler at the end",
+                 "unit": "count"},)},
     {"name": "advice", "unit": "text", "range": None, "method": "derived",
      "meaning": "the advice on the run (docs/reports.md), one line per rule as `text (rule)`, \" "
                 "| \" between them, at its end (in the summaries shipped to InfluxDB: other "

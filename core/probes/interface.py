@@ -144,7 +144,8 @@ METRICS = (
 # and the end-of-job totals of two of them (the others': jobmon.summary.fold)
 FIGURES = (
     {"name": "mem_major_faults", "fold": "last", "combine": "sum",
-     "meaning": "the run's total (per sample, above)"},
+     "meaning": "the run's total (per sample, above)",
+     "report": ({"group": "memory", "label": "major page faults", "unit": "count"},)},
     {"name": "oom_kills", "fold": "last", "combine": "sum",
      "meaning": "the run's total (per sample, above)"},
 )

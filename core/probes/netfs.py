@@ -150,5 +150,8 @@ FIGURES = (
                 "rchar_bytes and wchar_bytes only, never in read_bytes and write_bytes; empty if "
                 "none",
      "note": "looked for every 60 s, in up to 64 processes' working directories and open files, "
-             "256 links in all"},
+             "256 links in all",
+     "report": ({"group": "io",
+                 "label": "on file systems no storage figure counts (their I/O "
+                          "is in the read()/write() totals only)", "unit": ""},)},
 )

@@ -8,8 +8,8 @@ from .. import schedulers
 from ..stores import fingerprint
 from ..summary import completeness, from_samples
 from ..summary.advice import advise
-from ..metrics import declared
 from ..metrics import summary as summary_figures
+from ..metrics.declared import REPORT_GROUPS
 from ..summary.oom import story
 from ..config.report import defaults
 from ..summary.efficiency import BASIS_TEXT, RESIDENT
@@ -20,6 +20,60 @@ from .scheduler import ending
 # a multi-node run: counters add up, peaks and shares of a node's run are the largest node's
 # (each figure's declared combine: jobmon.metrics.declared)
 ADDITIVE, LARGEST = summary_figures.SUMMED, summary_figures.LARGEST
+
+
+def _wall(s, wall, cpu):   # 0 where the run has no figure yet
+    return ("wall time", wall, "s")
+
+
+def _cores_used(s, wall, cpu):
+    return ("CPU cores used (average)", round(cpu / wall, 3) if wall else None, "cores")
+
+
+def _psi_off(s, wall, cpu):
+    return ("PSI", "off on this node (boot option psi=1): no memory or storage stall figures"
+            if s.get("psi") == "off" else None, "")
+
+
+# the order of the totals: a summary field's declared row (jobmon.metrics.declared; its
+# rate: (field, "rate")), a row made here, or a group (declared.REPORT_GROUPS), where the
+# group's declared rows not named here go
+TOTALS = (_wall, "cpu_user_seconds", "cpu_system_seconds", _cores_used,
+          "cpu_pressure_percent", "cpu_wait_percent", "cpu",
+          "mem_pressure_percent", "io_pressure_percent", _psi_off, "mem_major_faults", "memory",
+          "read_bytes", "write_bytes", ("read_bytes", "rate"), ("write_bytes", "rate"),
+          "network_fs", "rchar_bytes", "wchar_bytes", "io",
+          "procs_max", "threads_max", "leftover_procs", "procs_killed_at_end", "processes",
+          "gpu_count", "gpu_util_avg_percent", "gpu_mem_peak_bytes", "gpu",
+          "samples", "missing_seconds_max", "lost_points", "run")
+ROWS = {(r["field"], r.get("how", "total")): r for r in summary_figures.REPORT_ROWS}
+NAMED = {e if isinstance(e, tuple) else (e, "total") for e in TOTALS
+         if not callable(e) and e not in REPORT_GROUPS}
+
+
+def totals_rows(s, wall, cpu):
+    """The report's totals, (label, value or None, unit), in the order of TOTALS."""
+    out = []
+    for e in TOTALS:
+        if callable(e):
+            out.append(e(s, wall, cpu))
+        elif e in REPORT_GROUPS:
+            out += [_row(r, s, wall) for r in summary_figures.REPORT_ROWS if r["group"] == e
+                    and (r["field"], r.get("how", "total")) not in NAMED]
+        else:
+            out.append(_row(ROWS[e if isinstance(e, tuple) else (e, "total")], s, wall))
+    return out
+
+
+def _row(r, s, wall):
+    """A declared row's (label, value, unit): the field, or its rate over the wall time; a
+    row of 0 is left out unless it says zero is shown."""
+    v = s.get(r["field"])
+    if r.get("how") == "rate":
+        v = v / wall if wall and v is not None else None
+    return (r["label"], v if r.get("zero") == "shown" else v or None, r["unit"])
+
+
 OUTCOME = ("outcome", "outcome_reason", "outcome_cause")
 # how the run ended, as reconciled: a multi-node run's from the node that says most
 ENDING = ("reconciled", "scheduler_state", "outcome", "outcome_reason", "outcome_cause",
@@ -157,45 +211,7 @@ def build(run, samples_by_record, runs=(), cfg=None, scheduler=None, others=None
     if settled:   # the scheduler's end of the run says more than the exit status jobmon saw
         s = dict(s, **settled)
         eff = dict(eff, **{k: settled[k] for k in OUTCOME}) if eff else eff
-    totals = [
-        ("wall time", wall, "s"),
-        ("CPU user", s.get("cpu_user_seconds"), "s"),
-        ("CPU system", s.get("cpu_system_seconds"), "s"),
-        ("CPU cores used (average)", round(cpu / wall, 3) if wall else None, "cores"),
-        ("waiting for a CPU, share of the run (PSI)", s.get("cpu_pressure_percent"), "%"),
-        ("waiting for a CPU, share of the time its threads were ready to run (run queue)",
-         s.get("cpu_wait_percent"), "%"),
-        *declared_rows(s, "cpu"),
-        ("stalled on memory, share of the run (PSI)", s.get("mem_pressure_percent"), "%"),
-        ("stalled on storage, share of the run (PSI)", s.get("io_pressure_percent"), "%"),
-        ("PSI", "off on this node (boot option psi=1): no memory or storage stall figures"
-         if s.get("psi") == "off" else None, ""),
-        ("major page faults", s.get("mem_major_faults") or None, "count"),
-        *declared_rows(s, "memory"),
-        ("storage read (local disks only)", s.get("read_bytes"), "bytes"),
-        ("storage written (local disks only)", s.get("write_bytes"), "bytes"),
-        ("storage read rate (local disks only)", s.get("read_bytes") / wall
-         if wall and s.get("read_bytes") is not None else None, "bytes/s"),
-        ("storage write rate (local disks only)", s.get("write_bytes") / wall
-         if wall and s.get("write_bytes") is not None else None, "bytes/s"),
-        ("on file systems no storage figure counts (their I/O is in the read()/write() "
-         "totals only)", s.get("network_fs") or None, ""),
-        ("read() total", s.get("rchar_bytes"), "bytes"),
-        ("write() total", s.get("wchar_bytes"), "bytes"),
-        ("processes (peak)", s.get("procs_max"), "count"),
-        ("threads (peak)", s.get("threads_max"), "count"),
-        ("processes left running by the command", s.get("leftover_procs") or None, "count"),
-        ("of those, killed by the scheduler at the end", s.get("procs_killed_at_end") or None,
-         "count"),
-        ("GPUs", s.get("gpu_count"), "count"),
-        ("GPU utilization (average, of the whole devices)", s.get("gpu_util_avg_percent"),
-         "%"),
-        ("GPU memory peak", s.get("gpu_mem_peak_bytes"), "bytes"),
-        ("samples", s.get("samples"), "count"),
-        ("end not in the figures (cut short), at most", s.get("missing_seconds_max") or None,
-         "s"),
-        ("points the spool could not take", s.get("lost_points") or None, "count"),
-    ]
+    totals = totals_rows(s, wall, cpu)
     header = {
         "job": run.job, "run": run.label, "host": ", ".join(run.hosts),
         "user": ", ".join(run.users), "scheduler": first.get("scheduler"),
@@ -355,10 +371,3 @@ def memory_rows(s, samples, eff, scheduler, many):
     return [{"name": n, "value": v, "meaning": meanings[m].format(resident=how, kernel=kernel),
              "includes": [names[INCLUDES[m]]] if names.get(INCLUDES.get(m)) else []}
             for n, v, m in rows]
-
-
-def declared_rows(s, group):
-    """The report's rows of the metrics declared for `group` (jobmon.metrics.declared): a
-    figure of no value or 0 is left out."""
-    return [(label, s.get(field) or None, unit)
-            for field, label, unit in declared.REPORT_ROWS[group]]

@@ -152,7 +152,9 @@ FIGURES = (
      "unit": "s", "range": "wall", "method": "estimated",
      "meaning": "at most this much of the run's end is not in its figures: one sampling interval "
                 "for a cut-short run (a live sampler would have sampled again), the time after "
-                "the last read where the job's cgroup went before its final read, else 0"},
+                "the last read where the job's cgroup went before its final read, else 0",
+     "report": ({"group": "run", "label": "end not in the figures (cut short), at most",
+                 "unit": "s"},)},
     {"name": "sample_gaps", "unit": "count", "range": "count", "method": "exact",
      "meaning": "stretches between samples (or from the start to the first) longer than two "
                 "sampling intervals and a second: the sampler was held up (a busy node, a stalled "
