@@ -35,8 +35,10 @@ def modules():
     return out
 
 
-def imports(name, path):
-    """Absolute names of the modules `name` imports (anywhere in it, lazily or not)."""
+def imports(name, path, precise=False):
+    """Absolute names of the modules `name` imports (anywhere in it, lazily or not).
+    precise: only jobmon's, and `from P import m` is module P.m where there is one (not
+    P's __init__ as well), else P."""
     tree = ast.parse(open(path, encoding="utf-8").read())
     pkg = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
     out = set()
@@ -50,8 +52,14 @@ def imports(name, path):
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module
+            if precise:
+                out.update(f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod
+                           for a in node.names)
+                continue
             out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names)
+    if precise:
+        return {m for m in out if m in MODULES and m != name}
     return {m for m in out if m}
 
 
@@ -240,32 +248,12 @@ def test_renderers_get_a_model_and_never_query():
                                                  "jobmon.report")}, name
 
 
-def precise_imports(name, path):
-    """The jobmon modules `name` imports, lazily or not: `from P import m` is module P.m
-    where there is one (not P's __init__ as well), else P."""
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    pkg = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            mod = node.module
-            if node.level:
-                base = pkg.split(".")
-                base = base[:len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            out.update(f"{mod}.{a.name}" if f"{mod}.{a.name}" in MODULES else mod
-                       for a in node.names)
-    return {m for m in out if m in MODULES and m != name}
-
-
 def test_no_module_imports_itself_back():
     """No import cycles in core and the plugins, lazy imports included: a cycle is one
     module where the layout shows two, and works only in one import order. A package's
     __init__ counts as a module of its own (a submodule that needs a name of it imports
     it, a name table that names its modules imports those)."""
-    edges = {n: precise_imports(n, p) for n, p in MODULES.items()}
+    edges = {n: imports(n, p, precise=True) for n, p in MODULES.items()}
     for start in edges:
         via, todo = {}, [start]        # via: module -> the module that imports it
         while todo:
