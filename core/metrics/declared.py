@@ -152,8 +152,8 @@ class Figure:
                              f"one of {COMBINES}, of only a max's other field")
         self.source, self.name, self.meaning = source, d["name"], d["meaning"]
         self.fold, self.of, self.combine = d.get("fold"), d.get("of", d["name"]), d.get("combine")
-        self.report = rows(tuple(dict(r, field=self.name) for r in d.get("report", ())), source,
-                           self.name)
+        self.report = rows(tuple(dict(r, field=self.name) for r in d["report"]), source,
+                           self.name) if "report" in d else ()
         self.unit = d["unit"] if "unit" in d else metric.unit
         self.range = d["range"] if "range" in d else metric.range
         if metric:
@@ -225,11 +225,12 @@ def folded(m, f):
 
 
 def folds(own):
-    """(last, peaks, seen) of Figures: {summary field: sample field} of their last values,
-    {sample field: summary field} of their largest, (field,) of the last value seen."""
-    last = {f.name: f.name for f in own if f.fold == "last"}
-    peaks = {f.of: f.name for f in own if f.fold == "max"}
-    return last, peaks, tuple(f.name for f in own if f.fold == "seen")
+    """(last, peaks, seen) of FIGURES entries (their dicts: jobmon.metrics.summary checks
+    them): {summary field: sample field} of their last values, {sample field: summary
+    field} of their largest, (field,) of the last value seen."""
+    last = {d["name"]: d["name"] for d in own if d.get("fold") == "last"}
+    peaks = {d.get("of", d["name"]): d["name"] for d in own if d.get("fold") == "max"}
+    return last, peaks, tuple(d["name"] for d in own if d.get("fold") == "seen")
 
 
 DECLARED = metrics(DECLARING)
@@ -243,7 +244,7 @@ FIGURES = {f["name"]: (m, f) for m in DECLARED for f in m.summary}
 # the fold (jobmon.summary): summary field <- the sample field's last value; sample field
 # -> summary field of its largest value; the last value seen (the probes' own figures, then
 # their metrics'); percent: summary field <- (numerator, denominator) of the summary
-_own = folds(OWN)
+_own = folds(tuple(d for _src, mod in DECLARING for d in getattr(mod, "FIGURES", ())))
 LAST = dict(_own[0], **{n: m.name for n, (m, f) in FIGURES.items() if f["fold"] == "last"})
 PEAKS = dict(_own[1], **{m.name: n for n, (m, f) in FIGURES.items() if f["fold"] == "max"})
 SEEN = _own[2]

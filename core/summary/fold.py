@@ -4,8 +4,6 @@ The sampler feeds it every sample it takes, so the end-of-job summary comes from
 report feeds it the stored samples of a job that is still running (or ended without a
 summary) and gets the same figures the summary would have (from_samples).
 """
-import sys
-
 from . import completeness
 from .completeness import Coverage
 from .idle import IDLE_CORES, Stretches
@@ -137,14 +135,11 @@ FIGURES = (
 from ..config.report import REPORT  # noqa: E402
 from ..metrics import declared  # noqa: E402
 
-_this = sys.modules[__name__]
-
 # summary field <- sample field of its last value; sample field -> summary field of its
 # largest value; the node reader's counters, whose last value seen is kept (a sample may
 # lack them while the reader is down): the declared folds, this module's own first, then
 # the probes' (jobmon.metrics.declared)
-LAST, PEAKS, SEEN = declared.folds(declared.figures((("core/summary/fold.py", _this),),
-                                                    declared.SAMPLE))
+LAST, PEAKS, SEEN = declared.folds(FIGURES)
 LAST.update(declared.LAST)
 PEAKS.update(declared.PEAKS)
 SEEN += declared.SEEN
