@@ -167,12 +167,11 @@ def test_the_tables_load_whichever_module_is_imported_first(first):
 def test_the_reports_totals_are_the_declared_rows_each_once_in_its_place():
     """Every declared report row is in the report's totals once: named in its order, or
     after the rest of its group; a rate row is its field per second of the run."""
-    from jobmon.metrics.summary import REPORT_ROWS
     from jobmon.report import model
-    s = {r["field"]: 7 for r in REPORT_ROWS}
+    s = {r["field"]: 7 for r in model.REPORT_ROWS}
     rows = model.totals_rows(s, 10.0, 5.0)
     labels = [label for label, _v, _u in rows]
-    for r in REPORT_ROWS:
+    for r in model.REPORT_ROWS:
         assert labels.count(r["label"]) == 1, r["label"]
         value = dict((label, v) for label, v, _u in rows)[r["label"]]
         assert value == (0.7 if r.get("how") == "rate" else 7), r["label"]

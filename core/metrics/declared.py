@@ -52,8 +52,8 @@ rest reads: jobmon.metrics places the sample and summary rows (samples.py and su
 hold only their order, and add the declarations of jobmon.summary, the job's record and
 the scheduler interface, which import the tables this module makes), jobmon.metrics_doc
 their scope and method, the summary fold its LAST, PEAKS, SEEN and PERCENTS (with its own
-FIGURES' folds: folds()), the report its multi-node combination (jobmon.metrics.summary:
-SUMMED, LARGEST) and rows, the dashboards their panels, the advice its rules and [report]
+FIGURES' folds: folds()), the report its multi-node combination (jobmon.report.model:
+ADDITIVE, LARGEST) and rows, the dashboards their panels, the advice its rules and [report]
 its settings.
 Standard library only and no collections (the per-job path imports it)."""
 from ..probes import breakdown, cgroup, gpu_node, interface, netfs, node_energy, node_net, pressure

@@ -53,9 +53,3 @@ ORDER = (
 SUMMARY_FIGURES = ordered(ORDER, FOLDED + figures(DECLARING, {m.name: m for m in SAMPLE_METRICS}))
 # name, unit, range, meaning: one record per job, written when it ends
 SUMMARY_FIELDS = tuple(f.row() for f in SUMMARY_FIGURES)
-# a multi-node run's figures (jobmon.report.model.combine): the nodes' sum, their largest
-SUMMED = tuple(f.name for f in SUMMARY_FIGURES if f.combine == "sum")
-LARGEST = tuple(f.name for f in SUMMARY_FIGURES if f.combine == "max")
-# the job report's totals rows (jobmon.report.model): the metrics' then the figures' own
-REPORT_ROWS = tuple(r for m in SAMPLE_METRICS for r in m.report) + \
-    tuple(r for f in SUMMARY_FIGURES for r in f.report)

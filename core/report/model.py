@@ -8,7 +8,7 @@ from .. import schedulers
 from ..stores import fingerprint
 from ..summary import completeness, from_samples
 from ..summary.advice import advise
-from ..metrics import summary as summary_figures
+from ..metrics.summary import SAMPLE_METRICS, SUMMARY_FIGURES
 from ..metrics.declared import REPORT_GROUPS
 from ..summary.oom import story
 from ..config.report import defaults
@@ -19,7 +19,8 @@ from .scheduler import ending
 
 # a multi-node run: counters add up, peaks and shares of a node's run are the largest node's
 # (each figure's declared combine: jobmon.metrics.declared)
-ADDITIVE, LARGEST = summary_figures.SUMMED, summary_figures.LARGEST
+ADDITIVE = tuple(f.name for f in SUMMARY_FIGURES if f.combine == "sum")
+LARGEST = tuple(f.name for f in SUMMARY_FIGURES if f.combine == "max")
 
 
 def _wall(s, wall, cpu):   # 0 where the run has no figure yet
@@ -46,7 +47,10 @@ TOTALS = (_wall, "cpu_user_seconds", "cpu_system_seconds", _cores_used,
           "procs_max", "threads_max", "leftover_procs", "procs_killed_at_end", "processes",
           "gpu_count", "gpu_util_avg_percent", "gpu_mem_peak_bytes", "gpu",
           "samples", "missing_seconds_max", "lost_points", "run")
-ROWS = {(r["field"], r.get("how", "total")): r for r in summary_figures.REPORT_ROWS}
+# the declared rows: the metrics' then the figures' own
+REPORT_ROWS = tuple(r for m in SAMPLE_METRICS for r in m.report) + \
+    tuple(r for f in SUMMARY_FIGURES for r in f.report)
+ROWS = {(r["field"], r.get("how", "total")): r for r in REPORT_ROWS}
 NAMED = {e if isinstance(e, tuple) else (e, "total") for e in TOTALS
          if not callable(e) and e not in REPORT_GROUPS}
 
@@ -58,7 +62,7 @@ def totals_rows(s, wall, cpu):
         if callable(e):
             out.append(e(s, wall, cpu))
         elif e in REPORT_GROUPS:
-            out += [_row(r, s, wall) for r in summary_figures.REPORT_ROWS if r["group"] == e
+            out += [_row(r, s, wall) for r in REPORT_ROWS if r["group"] == e
                     and (r["field"], r.get("how", "total")) not in NAMED]
         else:
             out.append(_row(ROWS[e if isinstance(e, tuple) else (e, "total")], s, wall))
