@@ -211,7 +211,8 @@ def start_session(args, cg, start, t0, kernel_peak, identity=None, command=None,
     session = Session(job, probe, open_sinks(args.store, args.out, args.format, warn),
                       args.interval, t0=t0, kernel_peak=kernel_peak, kmsg=kmsg, batches=batches)
     if base is not None:     # an existing cgroup: count from the command's start
-        session.sampler.base = base
+        from ..metrics import COUNTERS
+        session.sampler.base = {k: base[k] for k in COUNTERS if k in base}
     elif cg is not None and not cg.created:
         session.zero()
     # the trampoline's CPU is jobmon's: in a cgroup's counters with the cgroup's split of
@@ -246,20 +247,20 @@ def record_failed_start(args, identity, err, start, batches=None):
 
 
 def counters_now(cg):
-    """An existing cgroup's counters just before the command starts, or None. Its counters
-    run from the cgroup's creation; subtracted at the first sample instead, they would lose
-    what the command used while jobmon set the sampler up."""
-    from ..metrics import COUNTERS
+    """An existing cgroup's figures just before the command starts, or None: the counters
+    among them (jobmon.metrics.COUNTERS, picked once the command runs: that table's import
+    would delay its start) are its base. They run from the cgroup's creation; subtracted at
+    the first sample instead, they would lose what the command used while jobmon set the
+    sampler up."""
     from ..probes import select
     try:
         probe = select(cgroups=cg)
         try:
-            values = probe.read()
+            return probe.read()
         finally:
             probe.close()
     except Exception:
         return None
-    return {k: values[k] for k in COUNTERS if k in values}
 
 
 def finish(job, sup, cg, args):

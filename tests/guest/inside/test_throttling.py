@@ -2,6 +2,7 @@
 cgroup whose cpu.max allows 0.5 cores, through the real `jobmon run` and the advice rule
 (the host has the same on cgroup v1, cpu.cfs_quota_us: tests/test_throttling.py)."""
 import os
+import tempfile
 import time
 
 import jobrun
@@ -13,6 +14,7 @@ from jobmon.config.report import defaults
 from jobmon.summary.advice import advise
 
 QUOTA, PERIOD = 50000, 100000     # 0.5 cores
+SETUP = 10                        # periods from the command's start to its first read: 1 s
 FIELDS = ("cpu_throttled_seconds", "cpu_quota_periods", "cpu_throttled_periods")
 
 
@@ -27,20 +29,28 @@ def test_a_job_burning_2_cores_under_cpu_max_of_half_a_core_is_throttled(raw_gue
     d = tree.make("jobs/throttled")
     tree.write(d, "cpu.max", f"{QUOTA} {PERIOD}")
     tree.write(d, "cpu.weight", "10000")
-    before = time.time()
-    r = jobrun.Run(["--cgroup=existing", "--tag=request_cpus=2"], [PYTHON, "-c", SPIN, "2", "4"],
-                   cgroup=d, interval=0.5)
+    # the job's first act: the cgroup's cpu.stat as the command starts
+    at_start = os.path.join(tempfile.mkdtemp(), "cpu.stat")
+    job = ["/bin/sh", "-c", f'cat {d}/cpu.stat > {at_start}; exec "$0" "$@"',
+           PYTHON, "-c", SPIN, "2", "4"]
+    r = jobrun.Run(["--cgroup=existing", "--tag=request_cpus=2"], job, cgroup=d, interval=0.5)
     kernel, after = cpu_stat(d), time.time()
+    started = {k: int(v) for k, v in (x.split() for x in open(at_start) if x.strip())}
     s = r.summary
     print({k: s.get(k) for k in FIELDS + ("cpu_throttled_percent", "cpu_cores_avg",
-                                          "wall_seconds")}, kernel)
+                                          "wall_seconds")}, kernel, started)
     assert s["method"] == "cgroup-v2" and s["cores_allocated"] == 0.5, s
-    # jobmon's figures are the kernel's from the job's start to its end: jobmon, in the
-    # cgroup too, started before the job (seconds, under emulation) and ran on after it
-    later = int((s["start_time"] - before + after - s["end_time"]) * 1e6 / PERIOD) + 2
-    assert 0 <= kernel["nr_periods"] - s["cpu_quota_periods"] <= later, (s, kernel)
-    assert 0 <= kernel["nr_throttled"] - s["cpu_throttled_periods"] <= later, (s, kernel)
-    assert 0 <= kernel["throttled_usec"] / 1e6 - s["cpu_throttled_seconds"] <= \
+    # jobmon's figures are the kernel's from just before the command starts to its end:
+    # jobmon, in the cgroup too, set up before it (seconds under emulation: the kernel's
+    # count from the job's own first read leaves that out) and ran on after it (its final
+    # read, its exit); the command's start to that first read (fork, exec, the shell) is
+    # in jobmon's figures but not in the job's count: up to SETUP periods
+    later = int((after - s["end_time"]) * 1e6 / PERIOD) + 2
+    for key, field in (("nr_periods", "cpu_quota_periods"),
+                       ("nr_throttled", "cpu_throttled_periods")):
+        assert -SETUP <= kernel[key] - started[key] - s[field] <= later, (key, s, kernel)
+    throttled = (kernel["throttled_usec"] - started["throttled_usec"]) / 1e6
+    assert -SETUP * 2 * PERIOD / 1e6 <= throttled - s["cpu_throttled_seconds"] <= \
         later * 2 * PERIOD / 1e6, (s, kernel)
     periods = s["cpu_quota_periods"]
     assert s["cpu_throttled_percent"] == round(100 * s["cpu_throttled_periods"] / periods, 2)
