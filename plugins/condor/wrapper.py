@@ -296,7 +296,8 @@ def tell_the_shadow(argv, err):
     would have held the job with, and this run's ShadowBday (so that a job released and
     run again is not held for it). True once the starter has them."""
     try:
-        from jobmon.plugins.condor import chirp, read_ads
+        from jobmon.plugins.condor import chirp
+        from jobmon.plugins.condor.job import read_ads
         bday = read_ads(os.environ)[0].get("ShadowBday")
         if not isinstance(bday, int) or isinstance(bday, bool):
             return False
