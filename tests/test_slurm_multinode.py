@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from helpers import JOBMON
+from helpers import JOBMON, cpu_tolerance
 from slurm.common import SBIN_PATH
 from slurm_site import JobmonSite, wait_no_samplers
 
@@ -109,8 +109,13 @@ def test_one_sampler_per_node_each_its_own_part(two_nodes):
         assert rec.job_tags["num_nodes"] == "2" and rec.job_tags["job_id"] == jid
         assert rec.summary["method"] == f"cgroup-{site.cluster.spec.cgroup}"
         assert rec.job_tags["measured"] in ("job-cgroup", "job-cgroup-last-read")
-        # each node ran one task of 0.4 s (the first also the batch shell): its own part
-        assert 0.4 <= cpu(rec.summary) < 0.8, (rec.job_tags["node"], cpu(rec.summary))
+        # each node ran one task of 0.4 s by its own clock (the first also the batch shell):
+        # its own part. That clock counts from slurmstepd's fork: the task's set-up before
+        # slurmstepd moves it into its task cgroup is in the step's slurm leaf, which the
+        # job's figures leave out (seen 15 ms on a loaded host), so within the accuracy
+        # target below 0.4 s
+        assert 0.4 - cpu_tolerance(0.4) <= cpu(rec.summary) < 0.8, \
+            (rec.job_tags["node"], cpu(rec.summary))
         steps = {r.job_tags["step"] for r in spooled.get(f"{jid}.0", [])
                  if r.job_tags.get("node") == rec.job_tags["node"]}
         assert steps == {"0"}
