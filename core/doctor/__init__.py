@@ -5,7 +5,8 @@ unprivileged user and reads the shipper's state), outside any job.
 The checks that hold for every node are in site.py (the site file, the store, the spool
 and state directories, the shipper, how jobs would be measured, the GPU reader); each
 scheduler's own (its daemons' knobs as they see them, its entry points' interpreter, where
-its warnings go: entry_points.py) are in its plugin's doctor module, named in SCHEDULERS.
+its warnings go: entry_points.py) are in its plugin's doctor module, run through its
+object (jobmon.schedulers).
 A scheduler's checks run where it runs jobs (its execute daemon is running, or the doctor
 runs inside one of its jobs), or when asked for: never because its tools or a
 configuration file are here (a node may keep another scheduler's leftovers;

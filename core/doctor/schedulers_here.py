@@ -1,15 +1,15 @@
 """Which schedulers run jobs on this node: their daemons running, or the doctor inside one
 of their jobs (never their tools or a configuration file, which a node may keep from
-another scheduler); each one's checks are in its plugin's doctor module (SCHEDULERS)."""
+another scheduler); each one's checks are its registered object's (jobmon.schedulers)."""
 import os
 
 from .. import schedulers as registry
 from .check import OK, WARN, Check
 
-# the registered schedulers' (jobmon.schedulers): {tag: (its doctor module, the tool its
-# checks need)}; what shows one runs jobs here: its daemons (by process name), or a job's
-# environment variable
-SCHEDULERS = {s.tag: (s.doctor_module, s.doctor_tool) for s in registry.all()}
+# the registered schedulers' tags (jobmon.schedulers: each one's checks are its object's);
+# what shows one runs jobs here: its daemons (by process name), or a job's environment
+# variable
+SCHEDULERS = registry.tags()
 DAEMONS = {s.tag: s.daemons for s in registry.all()}
 JOB_ENV = {s.tag: s.job_env for s in registry.all()}
 

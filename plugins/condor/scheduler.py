@@ -2,10 +2,9 @@
 the registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
 interface; each part loads its module when asked.
 """
-import importlib
 import re
 
-from jobmon.schedulers.interface import Scheduler, whole_memory
+from jobmon.schedulers.interface import Scheduler, load, whole_memory
 
 from .settings import QUALIFIER_TAGS
 
@@ -154,7 +153,7 @@ class HTCondor(Scheduler):
 
     def install(self, argv=None):
         # by name: setup.py reads this object, never the other way round
-        return importlib.import_module(__package__ + ".setup").main(argv)
+        return load(__package__ + ".setup").main(argv)
 
 
     # === what the read side shows of it ==================================================

@@ -2,10 +2,9 @@
 registry through jobmon.plugins.SCHEDULERS. Imports only the standard library and the
 interface; each part loads its module when asked.
 """
-import importlib
 import shutil
 
-from jobmon.schedulers.interface import Scheduler, whole_memory
+from jobmon.schedulers.interface import Scheduler, load, whole_memory
 
 
 class Slurm(Scheduler):
@@ -106,7 +105,7 @@ class Slurm(Scheduler):
 
     def install(self, argv=None):
         # by name: install.py reads this object, never the other way round
-        return importlib.import_module(__package__ + ".install").main(argv)
+        return load(__package__ + ".install").main(argv)
 
 
     # === what the read side shows of it ==================================================
